@@ -1,0 +1,512 @@
+"""The harness folder format: harness.yaml, prompt/*.md, skills/<name>/SKILL.md, tools/*.json,
+hooks/*.yaml (+ .py for Python hooks).
+
+Export writes one canonical text for each component, so export -> import -> export is
+byte-identical and a folder under version control diffs cleanly. Import collects every problem
+it finds (file + field) before failing, so a user fixes a broken folder in one pass.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from core.harness.errors import HarnessError, Problem, problems_from_validation
+from core.harness.models import (
+    Harness,
+    Hook,
+    HookKind,
+    PromptPipeline,
+    PromptSection,
+    SectionKind,
+    Settings,
+    Skill,
+    Tool,
+)
+
+HARNESS_FILE = "harness.yaml"
+_PY_HOOK_FIELDS = {
+    "EVENT": "event",
+    "MATCHER": "matcher",
+    "PARAMS": "params",
+    "REMINDER": "reminder",
+    "TIMEOUT": "timeout",
+    "ENABLED": "enabled",
+    "TASK_CRITICAL": "task_critical",
+}
+M = TypeVar("M", bound=BaseModel)
+
+
+# ----------------------------------------------------------------------------- canonical text
+
+
+def dump_yaml(data: Any) -> str:
+    return yaml.safe_dump(
+        data, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1_000_000
+    )
+
+
+def dump_json(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def skill_text(skill: Skill) -> str:
+    meta: dict[str, str] = {"kind": skill.kind.value}
+    if not skill.enabled:
+        meta["enabled"] = "false"
+    meta.update(skill.metadata)
+    front = {"name": skill.name, "description": skill.description, "metadata": meta}
+    return f"---\n{dump_yaml(front)}---\n{skill.body}"
+
+
+def tool_text(tool: Tool) -> str:
+    ext: dict[str, Any] = {"binding": tool.binding}
+    if tool.annotations:
+        ext["annotations"] = tool.annotations
+    if not tool.enabled:
+        ext["enabled"] = False
+    return dump_json({**tool.to_openai(), "x-hat": ext})
+
+
+def hook_text(hook: Hook) -> str:
+    data: dict[str, Any] = {
+        "event": hook.event.value,
+        "kind": hook.kind.value,
+        "matcher": hook.matcher,
+        "params": hook.params,
+        "reminder": hook.reminder,
+        "timeout": hook.timeout,
+        "enabled": hook.enabled,
+        "task_critical": hook.task_critical,
+    }
+    return dump_yaml(data)
+
+
+def manifest_data(harness: Harness) -> dict[str, Any]:
+    sections = []
+    for s in harness.prompt.sections:
+        entry: dict[str, Any] = {"id": s.id, "title": s.title}
+        if s.kind is not SectionKind.TEXT:
+            entry["kind"] = s.kind.value
+        if not s.enabled:
+            entry["enabled"] = False
+        sections.append(entry)
+    return {
+        "name": harness.name,
+        "description": harness.description,
+        "settings": harness.settings.model_dump(mode="json"),
+        "prompt": {
+            "style": harness.prompt.style.value,
+            "variables": dict(harness.prompt.variables),
+            "sections": sections,
+        },
+        "order": {
+            "skills": [s.name for s in harness.skills],
+            "tools": [t.name for t in harness.tools],
+            "hooks": [h.name for h in harness.hooks],
+        },
+    }
+
+
+def folder_files(harness: Harness) -> dict[str, str]:
+    """Relative path -> canonical text of every file in the harness's folder."""
+    files = {HARNESS_FILE: dump_yaml(manifest_data(harness))}
+    for section in harness.prompt.sections:
+        if section.kind is SectionKind.TEXT or section.template:
+            files[f"prompt/{section.id}.md"] = section.template
+    for skill in harness.skills:
+        files[f"skills/{skill.name}/SKILL.md"] = skill_text(skill)
+    for tool in harness.tools:
+        files[f"tools/{tool.name}.json"] = tool_text(tool)
+    for hook in harness.hooks:
+        files[f"hooks/{hook.name}.yaml"] = hook_text(hook.model_copy(update={"source": None}))
+        if hook.kind is HookKind.PYTHON and hook.source is not None:
+            files[f"hooks/{hook.name}.py"] = hook.source
+    return files
+
+
+def export_folder(harness: Harness, path: Path) -> None:
+    """Write the canonical folder; stale component files from an earlier export are removed."""
+    path.mkdir(parents=True, exist_ok=True)
+    files = folder_files(harness)
+    for sub in ("prompt", "skills", "tools", "hooks"):
+        root = path / sub
+        if root.exists():
+            for old in sorted(root.rglob("*"), reverse=True):
+                rel = old.relative_to(path).as_posix()
+                if old.is_file() and rel not in files:
+                    old.unlink()
+                elif old.is_dir() and not any(old.iterdir()):
+                    old.rmdir()
+    for rel, text in files.items():
+        target = path / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(text.encode("utf-8"))
+
+
+# ----------------------------------------------------------------------------- import
+
+
+class _Reader:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.problems: list[Problem] = []
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
+
+    def text(self, path: Path) -> str | None:
+        try:
+            return path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.problems.append(Problem(self.rel(path), "", f"not UTF-8 text ({exc.reason})"))
+        except OSError as exc:
+            self.problems.append(Problem(self.rel(path), "", f"cannot read: {exc.strerror}"))
+        return None
+
+    def yaml_mapping(self, path: Path, text: str) -> dict[str, Any] | None:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            self.problems.append(Problem(self.rel(path), where, f"malformed YAML: {problem}"))
+            return None
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            self.problems.append(
+                Problem(self.rel(path), "", f"expected a mapping, got {type(data).__name__}")
+            )
+            return None
+        return data
+
+    def build(self, model: type[M], data: dict[str, Any], path: Path, prefix: str = "") -> M | None:
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            self.problems.extend(problems_from_validation(exc, self.rel(path), prefix))
+            return None
+
+
+def _split_front_matter(text: str) -> tuple[str, str] | None:
+    if not text.startswith("---\n"):
+        return None
+    end = text.find("\n---\n", 3)
+    if end < 0:
+        if text.endswith("\n---"):
+            return text[4:-3], ""
+        return None
+    return text[4 : end + 1], text[end + 5 :]
+
+
+def _read_skill(reader: _Reader, folder: Path) -> Skill | None:
+    path = folder / "SKILL.md"
+    if not path.is_file():
+        reader.problems.append(Problem(reader.rel(folder), "", "skill folder has no SKILL.md"))
+        return None
+    text = reader.text(path)
+    if text is None:
+        return None
+    parts = _split_front_matter(text)
+    if parts is None:
+        reader.problems.append(
+            Problem(reader.rel(path), "front matter", "must start with '---' and close with '---'")
+        )
+        return None
+    front = reader.yaml_mapping(path, parts[0])
+    if front is None:
+        return None
+    meta = front.get("metadata") or {}
+    if not isinstance(meta, dict):
+        reader.problems.append(Problem(reader.rel(path), "metadata", "must be a mapping"))
+        return None
+    meta = {str(k): str(v) if not isinstance(v, bool) else str(v).lower() for k, v in meta.items()}
+    unknown = set(front) - {"name", "description", "metadata", "license", "allowed-tools"}
+    if unknown:
+        reader.problems.append(
+            Problem(reader.rel(path), ", ".join(sorted(unknown)), "unknown front-matter field")
+        )
+        return None
+    kind = meta.pop("kind", "reply")
+    enabled = meta.pop("enabled", "true") != "false"
+    data = {
+        "name": front.get("name"),
+        "description": front.get("description"),
+        "body": parts[1],
+        "kind": kind,
+        "enabled": enabled,
+        "metadata": meta,
+    }
+    skill = reader.build(Skill, data, path)
+    if skill is not None and skill.name != folder.name:
+        reader.problems.append(
+            Problem(
+                reader.rel(path),
+                "name",
+                f"front matter says {skill.name!r} but the folder is named {folder.name!r}",
+            )
+        )
+        return None
+    return skill
+
+
+def _read_tool(reader: _Reader, path: Path) -> Tool | None:
+    text = reader.text(path)
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        reader.problems.append(
+            Problem(reader.rel(path), f"line {exc.lineno}, column {exc.colno}", exc.msg)
+        )
+        return None
+    if not isinstance(data, dict):
+        reader.problems.append(Problem(reader.rel(path), "", "expected a JSON object"))
+        return None
+    fn = data.get("function", data)
+    if not isinstance(fn, dict):
+        reader.problems.append(Problem(reader.rel(path), "function", "must be an object"))
+        return None
+    ext = data.get("x-hat") or {}
+    if not isinstance(ext, dict):
+        reader.problems.append(Problem(reader.rel(path), "x-hat", "must be an object"))
+        return None
+    fields = {
+        "name": fn.get("name"),
+        "description": fn.get("description", ""),
+        "parameters": fn.get("parameters", {"type": "object", "properties": {}}),
+        "binding": ext.get("binding", fn.get("name")),
+        "annotations": ext.get("annotations", {}),
+        "enabled": ext.get("enabled", True),
+    }
+    tool = reader.build(Tool, fields, path, prefix="function")
+    if tool is not None and tool.name != path.stem:
+        reader.problems.append(
+            Problem(
+                reader.rel(path),
+                "function.name",
+                f"is {tool.name!r} but the file is named {path.name!r}",
+            )
+        )
+        return None
+    return tool
+
+
+def _python_hook_fields(reader: _Reader, path: Path, source: str) -> dict[str, Any] | None:
+    try:
+        module = ast.parse(source, filename=path.name)
+    except SyntaxError as exc:
+        reader.problems.append(
+            Problem(reader.rel(path), f"line {exc.lineno}", f"syntax error: {exc.msg}")
+        )
+        return None
+    fields: dict[str, Any] = {}
+    for node in module.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and target.id in _PY_HOOK_FIELDS:
+                try:
+                    fields[_PY_HOOK_FIELDS[target.id]] = ast.literal_eval(node.value)
+                except ValueError:
+                    reader.problems.append(
+                        Problem(reader.rel(path), target.id, "must be a literal value")
+                    )
+                    return None
+    if not any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in module.body):
+        reader.problems.append(
+            Problem(reader.rel(path), "check", "a python hook must define check(event) -> dict")
+        )
+        return None
+    return fields
+
+
+def _read_hooks(reader: _Reader, folder: Path, trust: bool) -> dict[str, Hook]:
+    hooks: dict[str, Hook] = {}
+    if not folder.is_dir():
+        return hooks
+    names = sorted({p.stem for p in folder.iterdir() if p.suffix in (".yaml", ".yml", ".py")})
+    for name in names:
+        yaml_path = next(
+            (p for p in (folder / f"{name}.yaml", folder / f"{name}.yml") if p.is_file()), None
+        )
+        py_path = folder / f"{name}.py"
+        data: dict[str, Any] = {}
+        path = yaml_path or py_path
+        if yaml_path is not None:
+            text = reader.text(yaml_path)
+            parsed = reader.yaml_mapping(yaml_path, text) if text is not None else None
+            if parsed is None:
+                continue
+            data = parsed
+        source = None
+        if py_path.is_file():
+            source = reader.text(py_path)
+            if source is None:
+                continue
+            if yaml_path is None:
+                fields = _python_hook_fields(reader, py_path, source)
+                if fields is None:
+                    continue
+                data = {"kind": "python", **fields}
+            data["source"] = source
+        elif data.get("kind") == "python":
+            reader.problems.append(
+                Problem(reader.rel(path), "kind", f"python hook needs hooks/{name}.py beside it")
+            )
+            continue
+        if data.get("kind") == "python":
+            data["trusted"] = trust
+        hook = reader.build(Hook, {"name": name, **data}, path)
+        if hook is not None:
+            hooks[name] = hook
+    return hooks
+
+
+def _ordered(
+    reader: _Reader, items: dict[str, Any], order: Any, kind: str, manifest: Path
+) -> list[Any]:
+    if order is None:
+        return [items[k] for k in sorted(items)]
+    if not isinstance(order, list) or not all(isinstance(x, str) for x in order):
+        reader.problems.append(
+            Problem(reader.rel(manifest), f"order.{kind}", "must be a list of names")
+        )
+        return [items[k] for k in sorted(items)]
+    out = []
+    seen = set()
+    for name in order:
+        if name in seen:
+            reader.problems.append(
+                Problem(reader.rel(manifest), f"order.{kind}", f"{name!r} is listed twice")
+            )
+            continue
+        seen.add(name)
+        if name not in items:
+            reader.problems.append(
+                Problem(reader.rel(manifest), f"order.{kind}", f"{name!r} has no file")
+            )
+            continue
+        out.append(items[name])
+    out.extend(items[k] for k in sorted(items) if k not in seen)
+    return out
+
+
+def import_folder(path: Path, *, trust_python_hooks: bool = False) -> Harness:
+    """Read and validate a harness folder; raise HarnessError listing every problem."""
+    path = Path(path)
+    reader = _Reader(path)
+    manifest_path = path / HARNESS_FILE
+    if not path.is_dir():
+        raise HarnessError([Problem(str(path), "", "not a folder")])
+    if not manifest_path.is_file():
+        raise HarnessError([Problem(HARNESS_FILE, "", f"missing in {path}")])
+    text = reader.text(manifest_path)
+    manifest = reader.yaml_mapping(manifest_path, text) if text is not None else None
+    if manifest is None:
+        raise HarnessError(reader.problems)
+    unknown = set(manifest) - {"name", "description", "settings", "prompt", "order"}
+    for key in sorted(unknown):
+        reader.problems.append(Problem(HARNESS_FILE, key, "unknown field"))
+
+    settings = reader.build(Settings, manifest.get("settings") or {}, manifest_path, "settings")
+    prompt_data = manifest.get("prompt") or {}
+    if not isinstance(prompt_data, dict):
+        reader.problems.append(Problem(HARNESS_FILE, "prompt", "must be a mapping"))
+        prompt_data = {}
+    sections: list[PromptSection] = []
+    raw_sections = prompt_data.get("sections") or []
+    if not isinstance(raw_sections, list):
+        reader.problems.append(Problem(HARNESS_FILE, "prompt.sections", "must be a list"))
+        raw_sections = []
+    for i, raw in enumerate(raw_sections):
+        if not isinstance(raw, dict):
+            reader.problems.append(
+                Problem(HARNESS_FILE, f"prompt.sections.{i}", "must be a mapping")
+            )
+            continue
+        sid = raw.get("id")
+        template = ""
+        md = path / "prompt" / f"{sid}.md"
+        if isinstance(sid, str) and md.is_file():
+            template = reader.text(md) or ""
+        elif raw.get("kind", "text") == "text":
+            reader.problems.append(
+                Problem(HARNESS_FILE, f"prompt.sections.{i}", f"prompt/{sid}.md is missing")
+            )
+            continue
+        section = reader.build(
+            PromptSection, {**raw, "template": template}, manifest_path, f"prompt.sections.{i}"
+        )
+        if section is not None:
+            sections.append(section)
+    pipeline = reader.build(
+        PromptPipeline,
+        {
+            "style": prompt_data.get("style", "markdown"),
+            "variables": prompt_data.get("variables") or {},
+            "sections": [s.model_dump() for s in sections],
+        },
+        manifest_path,
+        "prompt",
+    )
+
+    skills: dict[str, Skill] = {}
+    skills_dir = path / "skills"
+    if skills_dir.is_dir():
+        for folder in sorted(p for p in skills_dir.iterdir() if p.is_dir()):
+            skill = _read_skill(reader, folder)
+            if skill is not None:
+                skills[skill.name] = skill
+    tools: dict[str, Tool] = {}
+    tools_dir = path / "tools"
+    if tools_dir.is_dir():
+        for file in sorted(tools_dir.glob("*.json")):
+            tool = _read_tool(reader, file)
+            if tool is not None:
+                tools[tool.name] = tool
+    hooks = _read_hooks(reader, path / "hooks", trust_python_hooks)
+
+    order = manifest.get("order") or {}
+    if not isinstance(order, dict):
+        reader.problems.append(Problem(HARNESS_FILE, "order", "must be a mapping"))
+        order = {}
+    ordered_skills = _ordered(reader, skills, order.get("skills"), "skills", manifest_path)
+    ordered_tools = _ordered(reader, tools, order.get("tools"), "tools", manifest_path)
+    ordered_hooks = _ordered(reader, hooks, order.get("hooks"), "hooks", manifest_path)
+    if reader.problems or settings is None or pipeline is None:
+        raise HarnessError(reader.problems)
+    return _assemble(
+        reader,
+        manifest_path,
+        lambda: Harness(
+            name=manifest.get("name") or path.name,
+            description=manifest.get("description") or "",
+            settings=settings,
+            prompt=pipeline,
+            skills=ordered_skills,
+            tools=ordered_tools,
+            hooks=ordered_hooks,
+        ),
+    )
+
+
+def _assemble(reader: _Reader, manifest: Path, make: Callable[[], Harness]) -> Harness:
+    try:
+        harness = make()
+    except ValidationError as exc:
+        raise HarnessError(problems_from_validation(exc, reader.rel(manifest))) from None
+    from core.harness.checks import cross_check
+
+    problems = cross_check(harness)
+    if problems:
+        raise HarnessError(problems)
+    return harness

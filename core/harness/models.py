@@ -1,0 +1,313 @@
+"""Pydantic models of a harness: skills, tools, hooks, prompt pipeline and loop settings.
+
+The models are the single source of truth for every other layer: the folder format, the store,
+the agent loop and the HSA transforms all read and write these objects, never raw dicts, so a
+rule checked here holds everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SKILL_NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=True)
+
+
+class SkillKind(StrEnum):
+    """Reply skills must be loaded before a final reply; strategy skills are optional."""
+
+    REPLY = "reply"
+    STRATEGY = "strategy"
+
+
+class Skill(_Model):
+    name: str = Field(description="Skill identifier (lowercase, digits, hyphens; 1-64 chars).")
+    description: str = Field(description="What the skill does and when to load it.")
+    body: str = Field(default="", description="Markdown loaded through the load_skill tool.")
+    kind: SkillKind = SkillKind.REPLY
+    enabled: bool = True
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not SKILL_NAME_RE.match(value) or "--" in value:
+            raise ValueError(
+                f"skill name {value!r} must be 1-64 characters of lowercase letters, digits and "
+                "single hyphens, not starting or ending with a hyphen"
+            )
+        return value
+
+    @field_validator("description")
+    @classmethod
+    def _check_description(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("skill description must not be empty")
+        if len(value) > 1024:
+            raise ValueError(f"skill description is {len(value)} characters; the limit is 1024")
+        return value
+
+
+class Tool(_Model):
+    """An OpenAI-style function tool bound to an implementation by name."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    binding: str = Field(description="Name of the implementation the runtime calls.")
+    annotations: dict[str, Any] = Field(default_factory=dict)
+    enabled: bool = True
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not TOOL_NAME_RE.match(value):
+            raise ValueError(f"tool name {value!r} must match ^[a-zA-Z0-9_-]{{1,64}}$")
+        return value
+
+    @field_validator("parameters")
+    @classmethod
+    def _check_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from core.harness.schema import check_parameters_schema
+
+        check_parameters_schema(value)
+        return value
+
+    def to_openai(self) -> dict[str, Any]:
+        """The function-calling shape sent to OpenAI-compatible servers."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+class HookEvent(StrEnum):
+    ON_INPUT = "on_input"
+    BEFORE_TOOL = "before_tool"
+    AFTER_TOOL = "after_tool"
+    BEFORE_REPLY = "before_reply"
+
+
+class HookKind(StrEnum):
+    """Declarative checks cover the common cases; `python` runs user code in a child process."""
+
+    REQUIRE_REPLY_SKILL = "require_reply_skill"
+    VALIDATE_TOOL_ARGS = "validate_tool_args"
+    FORBIDDEN_CLAIMS = "forbidden_claims"
+    FACT_CHECK = "fact_check"
+    REPLY_FORMAT = "reply_format"
+    PYTHON = "python"
+
+
+HOOK_EVENTS_BY_KIND: dict[HookKind, frozenset[HookEvent]] = {
+    HookKind.REQUIRE_REPLY_SKILL: frozenset({HookEvent.BEFORE_REPLY}),
+    HookKind.VALIDATE_TOOL_ARGS: frozenset({HookEvent.BEFORE_TOOL}),
+    HookKind.FORBIDDEN_CLAIMS: frozenset({HookEvent.BEFORE_REPLY, HookEvent.ON_INPUT}),
+    HookKind.FACT_CHECK: frozenset({HookEvent.BEFORE_REPLY}),
+    HookKind.REPLY_FORMAT: frozenset({HookEvent.BEFORE_REPLY}),
+    HookKind.PYTHON: frozenset(HookEvent),
+}
+
+
+class Hook(_Model):
+    name: str
+    event: HookEvent
+    kind: HookKind
+    matcher: str = Field(default="*", description="'*' or a regex over tool names (tool events).")
+    params: dict[str, Any] = Field(default_factory=dict)
+    reminder: str = Field(
+        default="",
+        description="Template shown to the model on block; ${reason} is the check's reason.",
+    )
+    timeout: float = Field(default=5.0, gt=0, le=300)
+    enabled: bool = True
+    task_critical: bool = Field(
+        default=True, description="False for hooks HSA may switch off without changing the task."
+    )
+    source: str | None = Field(default=None, description="Python source for kind=python.")
+    trusted: bool = Field(
+        default=True, description="Python hooks imported from elsewhere run only once trusted."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not IDENT_RE.match(value):
+            raise ValueError(f"hook name {value!r} must be an identifier (letters, digits, _ -)")
+        return value
+
+    @field_validator("matcher")
+    @classmethod
+    def _check_matcher(cls, value: str) -> str:
+        if value != "*":
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"matcher {value!r} is not a valid regex: {exc}") from exc
+        return value
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> Hook:
+        allowed = HOOK_EVENTS_BY_KIND[self.kind]
+        if self.event not in allowed:
+            names = ", ".join(sorted(e.value for e in allowed))
+            raise ValueError(f"hook kind {self.kind.value} runs on {names}, not {self.event.value}")
+        if self.kind is HookKind.PYTHON and not (self.source and self.source.strip()):
+            raise ValueError("a python hook needs its source code")
+        if self.kind is not HookKind.PYTHON and self.source is not None:
+            raise ValueError(f"hook kind {self.kind.value} takes no python source")
+        from core.harness.hook_params import check_hook_params
+
+        check_hook_params(self.kind, self.params)
+        return self
+
+    def matches(self, tool_name: str | None) -> bool:
+        if self.matcher == "*" or tool_name is None:
+            return True
+        return re.fullmatch(self.matcher, tool_name) is not None
+
+
+class PromptStyle(StrEnum):
+    MARKDOWN = "markdown"
+    XML = "xml"
+    PLAIN = "plain"
+    JSON = "json"
+
+
+class SectionKind(StrEnum):
+    """`text` sections come from templates; the other two are generated from the harness."""
+
+    TEXT = "text"
+    SKILL_INDEX = "skill_index"
+    TOOL_BLOCK = "tool_block"
+
+
+class PromptSection(_Model):
+    id: str
+    title: str
+    kind: SectionKind = SectionKind.TEXT
+    template: str = ""
+    enabled: bool = True
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        if not IDENT_RE.match(value):
+            raise ValueError(f"section id {value!r} must be an identifier (letters, digits, _ -)")
+        return value
+
+
+class PromptPipeline(_Model):
+    style: PromptStyle = PromptStyle.MARKDOWN
+    variables: dict[str, str] = Field(default_factory=dict)
+    sections: list[PromptSection] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check_sections(self) -> PromptPipeline:
+        seen: set[str] = set()
+        for section in self.sections:
+            if section.id in seen:
+                raise ValueError(f"duplicate prompt section id {section.id!r}")
+            seen.add(section.id)
+        return self
+
+
+class ToolProtocol(StrEnum):
+    """`native`: the chat template renders tools; `prompt`: the harness renders and parses them."""
+
+    NATIVE = "native"
+    PROMPT = "prompt"
+
+
+class ReminderRole(StrEnum):
+    USER = "user"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class Settings(_Model):
+    max_turns: int = Field(default=8, ge=1, le=64, description="Model calls per agent request.")
+    retry_budget: int = Field(default=2, ge=0, le=16, description="Hook blocks allowed.")
+    tool_protocol: ToolProtocol = ToolProtocol.PROMPT
+    load_skill_tool: str = Field(default="load_skill", description="Built-in skill loader name.")
+    reminder_role: ReminderRole = ReminderRole.USER
+    reminder_format: str = Field(
+        default="[Reminder] ${reminder}",
+        description="Wrapper around hook reminders; ${reminder} is the hook's message.",
+    )
+
+    @field_validator("load_skill_tool")
+    @classmethod
+    def _check_loader(cls, value: str) -> str:
+        if not TOOL_NAME_RE.match(value):
+            raise ValueError(f"load_skill_tool {value!r} must be a valid tool name")
+        return value
+
+    @field_validator("reminder_format")
+    @classmethod
+    def _check_reminder_format(cls, value: str) -> str:
+        if "${reminder}" not in value:
+            raise ValueError("reminder_format must contain ${reminder}")
+        return value
+
+
+class Harness(_Model):
+    name: str
+    description: str = ""
+    settings: Settings = Field(default_factory=Settings)
+    prompt: PromptPipeline = Field(default_factory=PromptPipeline)
+    skills: list[Skill] = Field(default_factory=list)
+    tools: list[Tool] = Field(default_factory=list)
+    hooks: list[Hook] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check_unique(self) -> Harness:
+        _unique("skill", [s.name for s in self.skills])
+        _unique("tool", [t.name for t in self.tools])
+        _unique("hook", [h.name for h in self.hooks])
+        loader = self.settings.load_skill_tool
+        if any(t.name == loader for t in self.tools):
+            raise ValueError(f"tool {loader!r} clashes with the built-in skill loader name")
+        return self
+
+    # Lookups used by the runtime, graders and transforms.
+    def skill(self, name: str) -> Skill | None:
+        return next((s for s in self.skills if s.name == name and s.enabled), None)
+
+    def tool(self, name: str) -> Tool | None:
+        return next((t for t in self.tools if t.name == name and t.enabled), None)
+
+    @property
+    def active_skills(self) -> list[Skill]:
+        return [s for s in self.skills if s.enabled]
+
+    @property
+    def active_tools(self) -> list[Tool]:
+        return [t for t in self.tools if t.enabled]
+
+    @property
+    def active_hooks(self) -> list[Hook]:
+        return [h for h in self.hooks if h.enabled]
+
+
+def _unique(kind: str, names: list[str]) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"duplicate {kind} name {name!r}")
+        seen.add(name)

@@ -1,0 +1,156 @@
+"""Rendering a harness into what the model sees, and parsing what it writes back.
+
+Both directions live together so the `prompt` tool protocol has one definition: the tool block
+tells the model to write `<tool_call>{json}</tool_call>`, and `parse_tool_calls` reads exactly
+that. Chat, evaluation, data generation and training all go through these functions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from string import Template
+from typing import Any
+
+from core.harness.models import (
+    Harness,
+    PromptSection,
+    PromptStyle,
+    SectionKind,
+    ToolProtocol,
+)
+
+TOOL_CALL_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+BUILTIN_VARIABLES = ("load_skill_tool",)
+
+
+def variables(harness: Harness) -> dict[str, str]:
+    values = {"load_skill_tool": harness.settings.load_skill_tool}
+    values.update(harness.prompt.variables)
+    return values
+
+
+def load_skill_spec(harness: Harness) -> dict[str, Any]:
+    """The built-in skill loader, shaped like any other function tool."""
+    names = [s.name for s in harness.active_skills]
+    return {
+        "type": "function",
+        "function": {
+            "name": harness.settings.load_skill_tool,
+            "description": "Load the full instructions of a skill from the skill index.",
+            "parameters": {
+                "type": "object",
+                "properties": {"name": {"type": "string", "enum": names}},
+                "required": ["name"],
+            },
+        },
+    }
+
+
+def tool_specs(harness: Harness) -> list[dict[str, Any]]:
+    """OpenAI tool list: the skill loader first (when there are skills), then the harness tools."""
+    specs = [load_skill_spec(harness)] if harness.active_skills else []
+    specs.extend(t.to_openai() for t in harness.active_tools)
+    return specs
+
+
+def skill_index(harness: Harness) -> str:
+    return "\n".join(
+        f"- {s.name} ({s.kind.value}): {s.description}" for s in harness.active_skills
+    )
+
+
+def tool_block(harness: Harness) -> str:
+    lines = [json.dumps(spec["function"], ensure_ascii=False) for spec in tool_specs(harness)]
+    return (
+        "\n".join(lines)
+        + "\n\nTo call a tool, write exactly:\n"
+        + '<tool_call>{"name": "<tool name>", "arguments": {<arguments as JSON>}}</tool_call>\n'
+        + "You may write several tool calls in one message. "
+        + "Write the final reply to the viewer as plain text with no tool call."
+    )
+
+
+def _section_body(harness: Harness, section: PromptSection, values: dict[str, str]) -> str:
+    intro = Template(section.template).substitute(values).strip()
+    if section.kind is SectionKind.SKILL_INDEX:
+        generated = skill_index(harness)
+    elif section.kind is SectionKind.TOOL_BLOCK:
+        native = harness.settings.tool_protocol is ToolProtocol.NATIVE
+        generated = "" if native else tool_block(harness)
+    else:
+        generated = ""
+    return "\n\n".join(part for part in (intro, generated) if part)
+
+
+def _tag(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_") or "section"
+
+
+def render_system_prompt(harness: Harness) -> str:
+    values = variables(harness)
+    parts = [
+        (s.title, _section_body(harness, s, values)) for s in harness.prompt.sections if s.enabled
+    ]
+    style = harness.prompt.style
+    if style is PromptStyle.MARKDOWN:
+        return "\n\n".join(f"## {title}\n\n{body}" for title, body in parts)
+    if style is PromptStyle.XML:
+        return "\n\n".join(f"<{_tag(t)}>\n{body}\n</{_tag(t)}>" for t, body in parts)
+    if style is PromptStyle.PLAIN:
+        return "\n\n".join(f"{title.upper()}:\n{body}" for title, body in parts)
+    return json.dumps(dict(parts), indent=2, ensure_ascii=False)
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class ParsedOutput:
+    text: str
+    calls: list[ParsedCall] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def parse_tool_calls(output: str) -> ParsedOutput:
+    """Split model output into visible text and `<tool_call>` blocks, recording bad blocks."""
+    calls: list[ParsedCall] = []
+    errors: list[str] = []
+    for match in TOOL_CALL_RE.finditer(output):
+        raw = match.group(1).strip()
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            errors.append(f"tool call is not valid JSON ({exc.msg}): {raw[:200]}")
+            continue
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            errors.append(f'tool call must be an object with a "name": {raw[:200]}')
+            continue
+        args = data.get("arguments", {})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except json.JSONDecodeError:
+                errors.append(f"arguments of {data['name']!r} are not valid JSON")
+                continue
+        if not isinstance(args, dict):
+            errors.append(f"arguments of {data['name']!r} must be a JSON object")
+            continue
+        calls.append(ParsedCall(data["name"], args))
+    text = TOOL_CALL_RE.sub("", output)
+    if "<tool_call>" in text:
+        errors.append("unclosed <tool_call> tag")
+        text = text.split("<tool_call>", 1)[0]
+    return ParsedOutput(text.strip(), calls, errors)
+
+
+def format_tool_call(name: str, arguments: dict[str, Any]) -> str:
+    payload = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+    return f"<tool_call>{payload}</tool_call>"
