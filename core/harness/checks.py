@@ -38,8 +38,10 @@ def cross_check(harness: Harness) -> list[Problem]:
                 Problem(file, "template", f"uses ${{{name}}} but prompt.variables has no {name!r}")
             )
     kinds = {s.kind for s in harness.prompt.sections if s.enabled}
-    if harness.tools and harness.settings.tool_protocol.value == "prompt" and (
-        SectionKind.TOOL_BLOCK not in kinds
+    if (
+        harness.tools
+        and harness.settings.tool_protocol.value == "prompt"
+        and (SectionKind.TOOL_BLOCK not in kinds)
     ):
         problems.append(
             Problem(
@@ -63,13 +65,17 @@ def cross_check(harness: Harness) -> list[Problem]:
         )
     tool_names = [t.name for t in harness.tools]
     for hook in harness.hooks:
-        if hook.event in (HookEvent.BEFORE_TOOL, HookEvent.AFTER_TOOL) and hook.matcher != "*":
-            if not any(re.fullmatch(hook.matcher, n) for n in tool_names):
-                problems.append(
-                    Problem(
-                        f"hooks/{hook.name}.yaml",
-                        "matcher",
-                        f"{hook.matcher!r} matches no tool of this harness",
-                    )
+        tool_event = hook.event in (HookEvent.BEFORE_TOOL, HookEvent.AFTER_TOOL)
+        if (
+            tool_event
+            and hook.matcher != "*"
+            and not any(re.fullmatch(hook.matcher, n) for n in tool_names)
+        ):
+            problems.append(
+                Problem(
+                    f"hooks/{hook.name}.yaml",
+                    "matcher",
+                    f"{hook.matcher!r} matches no tool of this harness",
                 )
+            )
     return problems

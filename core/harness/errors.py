@@ -26,9 +26,7 @@ class HarnessError(Exception):
         super().__init__("\n".join(str(p) for p in problems))
 
 
-def problems_from_validation(
-    exc: ValidationError, file: str, prefix: str = ""
-) -> list[Problem]:
+def problems_from_validation(exc: ValidationError, file: str, prefix: str = "") -> list[Problem]:
     """Flatten pydantic errors into problems whose field path reads like the file's keys."""
     out = []
     for err in exc.errors():

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -154,45 +153,53 @@ def export_folder(harness: Harness, path: Path) -> None:
 
 
 class _Reader:
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    """Reads a folder given as {relative path: bytes}, collecting problems instead of raising."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
         self.problems: list[Problem] = []
 
-    def rel(self, path: Path) -> str:
-        return path.relative_to(self.root).as_posix()
-
-    def text(self, path: Path) -> str | None:
+    def text(self, rel: str) -> str | None:
         try:
-            return path.read_bytes().decode("utf-8")
+            return self.files[rel].decode("utf-8")
+        except KeyError:
+            self.problems.append(Problem(rel, "", "missing"))
         except UnicodeDecodeError as exc:
-            self.problems.append(Problem(self.rel(path), "", f"not UTF-8 text ({exc.reason})"))
-        except OSError as exc:
-            self.problems.append(Problem(self.rel(path), "", f"cannot read: {exc.strerror}"))
+            self.problems.append(Problem(rel, "", f"not UTF-8 text ({exc.reason})"))
         return None
 
-    def yaml_mapping(self, path: Path, text: str) -> dict[str, Any] | None:
+    def exists(self, rel: str) -> bool:
+        return rel in self.files
+
+    def children(self, folder: str) -> list[str]:
+        """Names directly inside `folder` (files and sub-folders), sorted."""
+        prefix = folder.rstrip("/") + "/"
+        names = {
+            rel[len(prefix) :].split("/", 1)[0] for rel in self.files if rel.startswith(prefix)
+        }
+        return sorted(names)
+
+    def yaml_mapping(self, rel: str, text: str) -> dict[str, Any] | None:
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
             problem = getattr(exc, "problem", None) or str(exc)
-            self.problems.append(Problem(self.rel(path), where, f"malformed YAML: {problem}"))
+            self.problems.append(Problem(rel, where, f"malformed YAML: {problem}"))
             return None
         if data is None:
             data = {}
         if not isinstance(data, dict):
-            self.problems.append(
-                Problem(self.rel(path), "", f"expected a mapping, got {type(data).__name__}")
-            )
+            self.problems.append(Problem(rel, "", f"expected a mapping, got {type(data).__name__}"))
             return None
         return data
 
-    def build(self, model: type[M], data: dict[str, Any], path: Path, prefix: str = "") -> M | None:
+    def build(self, model: type[M], data: dict[str, Any], rel: str, prefix: str = "") -> M | None:
         try:
             return model.model_validate(data)
         except ValidationError as exc:
-            self.problems.extend(problems_from_validation(exc, self.rel(path), prefix))
+            self.problems.extend(problems_from_validation(exc, rel, prefix))
             return None
 
 
@@ -207,78 +214,72 @@ def _split_front_matter(text: str) -> tuple[str, str] | None:
     return text[4 : end + 1], text[end + 5 :]
 
 
-def _read_skill(reader: _Reader, folder: Path) -> Skill | None:
-    path = folder / "SKILL.md"
-    if not path.is_file():
-        reader.problems.append(Problem(reader.rel(folder), "", "skill folder has no SKILL.md"))
+def _read_skill(reader: _Reader, folder: str) -> Skill | None:
+    rel = f"skills/{folder}/SKILL.md"
+    if not reader.exists(rel):
+        reader.problems.append(Problem(f"skills/{folder}", "", "skill folder has no SKILL.md"))
         return None
-    text = reader.text(path)
+    text = reader.text(rel)
     if text is None:
         return None
     parts = _split_front_matter(text)
     if parts is None:
         reader.problems.append(
-            Problem(reader.rel(path), "front matter", "must start with '---' and close with '---'")
+            Problem(rel, "front matter", "must start with '---' and close with '---'")
         )
         return None
-    front = reader.yaml_mapping(path, parts[0])
+    front = reader.yaml_mapping(rel, parts[0])
     if front is None:
         return None
     meta = front.get("metadata") or {}
     if not isinstance(meta, dict):
-        reader.problems.append(Problem(reader.rel(path), "metadata", "must be a mapping"))
+        reader.problems.append(Problem(rel, "metadata", "must be a mapping"))
         return None
     meta = {str(k): str(v) if not isinstance(v, bool) else str(v).lower() for k, v in meta.items()}
     unknown = set(front) - {"name", "description", "metadata", "license", "allowed-tools"}
     if unknown:
         reader.problems.append(
-            Problem(reader.rel(path), ", ".join(sorted(unknown)), "unknown front-matter field")
+            Problem(rel, ", ".join(sorted(unknown)), "unknown front-matter field")
         )
         return None
-    kind = meta.pop("kind", "reply")
-    enabled = meta.pop("enabled", "true") != "false"
     data = {
         "name": front.get("name"),
         "description": front.get("description"),
         "body": parts[1],
-        "kind": kind,
-        "enabled": enabled,
+        "kind": meta.pop("kind", "reply"),
+        "enabled": meta.pop("enabled", "true") != "false",
         "metadata": meta,
     }
-    skill = reader.build(Skill, data, path)
-    if skill is not None and skill.name != folder.name:
+    skill = reader.build(Skill, data, rel)
+    if skill is not None and skill.name != folder:
         reader.problems.append(
             Problem(
-                reader.rel(path),
-                "name",
-                f"front matter says {skill.name!r} but the folder is named {folder.name!r}",
+                rel, "name", f"front matter says {skill.name!r} but the folder is named {folder!r}"
             )
         )
         return None
     return skill
 
 
-def _read_tool(reader: _Reader, path: Path) -> Tool | None:
-    text = reader.text(path)
+def _read_tool(reader: _Reader, rel: str) -> Tool | None:
+    text = reader.text(rel)
     if text is None:
         return None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        reader.problems.append(
-            Problem(reader.rel(path), f"line {exc.lineno}, column {exc.colno}", exc.msg)
-        )
+        reader.problems.append(Problem(rel, f"line {exc.lineno}, column {exc.colno}", exc.msg))
         return None
     if not isinstance(data, dict):
-        reader.problems.append(Problem(reader.rel(path), "", "expected a JSON object"))
+        reader.problems.append(Problem(rel, "", "expected a JSON object"))
         return None
     fn = data.get("function", data)
     if not isinstance(fn, dict):
-        reader.problems.append(Problem(reader.rel(path), "function", "must be an object"))
+        reader.problems.append(Problem(rel, "function", "must be an object"))
         return None
     ext = data.get("x-hat") or {}
     if not isinstance(ext, dict):
-        reader.problems.append(Problem(reader.rel(path), "x-hat", "must be an object"))
+        reader.problems.append(Problem(rel, "x-hat", "must be an object"))
         return None
     fields = {
         "name": fn.get("name"),
@@ -288,26 +289,21 @@ def _read_tool(reader: _Reader, path: Path) -> Tool | None:
         "annotations": ext.get("annotations", {}),
         "enabled": ext.get("enabled", True),
     }
-    tool = reader.build(Tool, fields, path, prefix="function")
-    if tool is not None and tool.name != path.stem:
+    tool = reader.build(Tool, fields, rel, prefix="function")
+    stem = rel.rsplit("/", 1)[-1].removesuffix(".json")
+    if tool is not None and tool.name != stem:
         reader.problems.append(
-            Problem(
-                reader.rel(path),
-                "function.name",
-                f"is {tool.name!r} but the file is named {path.name!r}",
-            )
+            Problem(rel, "function.name", f"is {tool.name!r} but the file is named {stem}.json")
         )
         return None
     return tool
 
 
-def _python_hook_fields(reader: _Reader, path: Path, source: str) -> dict[str, Any] | None:
+def _python_hook_fields(reader: _Reader, rel: str, source: str) -> dict[str, Any] | None:
     try:
-        module = ast.parse(source, filename=path.name)
+        module = ast.parse(source, filename=rel)
     except SyntaxError as exc:
-        reader.problems.append(
-            Problem(reader.rel(path), f"line {exc.lineno}", f"syntax error: {exc.msg}")
-        )
+        reader.problems.append(Problem(rel, f"line {exc.lineno}", f"syntax error: {exc.msg}"))
         return None
     fields: dict[str, Any] = {}
     for node in module.body:
@@ -317,193 +313,186 @@ def _python_hook_fields(reader: _Reader, path: Path, source: str) -> dict[str, A
                 try:
                     fields[_PY_HOOK_FIELDS[target.id]] = ast.literal_eval(node.value)
                 except ValueError:
-                    reader.problems.append(
-                        Problem(reader.rel(path), target.id, "must be a literal value")
-                    )
+                    reader.problems.append(Problem(rel, target.id, "must be a literal value"))
                     return None
     if not any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in module.body):
-        reader.problems.append(
-            Problem(reader.rel(path), "check", "a python hook must define check(event) -> dict")
-        )
+        reader.problems.append(Problem(rel, "check", "a python hook must define check(event)"))
         return None
     return fields
 
 
-def _read_hooks(reader: _Reader, folder: Path, trust: bool) -> dict[str, Hook]:
+def _read_hooks(reader: _Reader, trust: bool) -> dict[str, Hook]:
     hooks: dict[str, Hook] = {}
-    if not folder.is_dir():
-        return hooks
-    names = sorted({p.stem for p in folder.iterdir() if p.suffix in (".yaml", ".yml", ".py")})
-    for name in names:
-        yaml_path = next(
-            (p for p in (folder / f"{name}.yaml", folder / f"{name}.yml") if p.is_file()), None
+    files = [n for n in reader.children("hooks") if n.endswith((".yaml", ".yml", ".py"))]
+    for name in sorted({f.rsplit(".", 1)[0] for f in files}):
+        yaml_rel = next(
+            (r for r in (f"hooks/{name}.yaml", f"hooks/{name}.yml") if reader.exists(r)), None
         )
-        py_path = folder / f"{name}.py"
+        py_rel = f"hooks/{name}.py"
+        rel = yaml_rel or py_rel
         data: dict[str, Any] = {}
-        path = yaml_path or py_path
-        if yaml_path is not None:
-            text = reader.text(yaml_path)
-            parsed = reader.yaml_mapping(yaml_path, text) if text is not None else None
+        if yaml_rel is not None:
+            text = reader.text(yaml_rel)
+            parsed = reader.yaml_mapping(yaml_rel, text) if text is not None else None
             if parsed is None:
                 continue
             data = parsed
-        source = None
-        if py_path.is_file():
-            source = reader.text(py_path)
+        if reader.exists(py_rel):
+            source = reader.text(py_rel)
             if source is None:
                 continue
-            if yaml_path is None:
-                fields = _python_hook_fields(reader, py_path, source)
+            if yaml_rel is None:
+                fields = _python_hook_fields(reader, py_rel, source)
                 if fields is None:
                     continue
                 data = {"kind": "python", **fields}
             data["source"] = source
         elif data.get("kind") == "python":
-            reader.problems.append(
-                Problem(reader.rel(path), "kind", f"python hook needs hooks/{name}.py beside it")
-            )
+            reader.problems.append(Problem(rel, "kind", f"python hook needs hooks/{name}.py"))
             continue
         if data.get("kind") == "python":
             data["trusted"] = trust
-        hook = reader.build(Hook, {"name": name, **data}, path)
+        hook = reader.build(Hook, {"name": name, **data}, rel)
         if hook is not None:
             hooks[name] = hook
     return hooks
 
 
-def _ordered(
-    reader: _Reader, items: dict[str, Any], order: Any, kind: str, manifest: Path
-) -> list[Any]:
+def _ordered(reader: _Reader, items: dict[str, Any], order: Any, kind: str) -> list[Any]:
+    """Apply harness.yaml's order list; names not listed follow alphabetically."""
     if order is None:
         return [items[k] for k in sorted(items)]
     if not isinstance(order, list) or not all(isinstance(x, str) for x in order):
-        reader.problems.append(
-            Problem(reader.rel(manifest), f"order.{kind}", "must be a list of names")
-        )
+        reader.problems.append(Problem(HARNESS_FILE, f"order.{kind}", "must be a list of names"))
         return [items[k] for k in sorted(items)]
     out = []
     seen = set()
     for name in order:
         if name in seen:
-            reader.problems.append(
-                Problem(reader.rel(manifest), f"order.{kind}", f"{name!r} is listed twice")
-            )
+            reader.problems.append(Problem(HARNESS_FILE, f"order.{kind}", f"{name!r} listed twice"))
             continue
         seen.add(name)
         if name not in items:
-            reader.problems.append(
-                Problem(reader.rel(manifest), f"order.{kind}", f"{name!r} has no file")
-            )
+            if not reader.failed(f"{kind}/{name}"):  # its own file error already says why
+                problem = Problem(HARNESS_FILE, f"order.{kind}", f"{name!r} has no file")
+                reader.problems.append(problem)
             continue
         out.append(items[name])
     out.extend(items[k] for k in sorted(items) if k not in seen)
     return out
 
 
+def read_files(path: Path) -> dict[str, bytes]:
+    """Every file of a harness folder as {relative posix path: bytes} (hidden files skipped)."""
+    out = {}
+    for file in sorted(path.rglob("*")):
+        rel = file.relative_to(path).as_posix()
+        if file.is_file() and not any(part.startswith(".") for part in rel.split("/")):
+            out[rel] = file.read_bytes()
+    return out
+
+
 def import_folder(path: Path, *, trust_python_hooks: bool = False) -> Harness:
     """Read and validate a harness folder; raise HarnessError listing every problem."""
     path = Path(path)
-    reader = _Reader(path)
-    manifest_path = path / HARNESS_FILE
     if not path.is_dir():
         raise HarnessError([Problem(str(path), "", "not a folder")])
-    if not manifest_path.is_file():
-        raise HarnessError([Problem(HARNESS_FILE, "", f"missing in {path}")])
-    text = reader.text(manifest_path)
-    manifest = reader.yaml_mapping(manifest_path, text) if text is not None else None
+    try:
+        files = read_files(path)
+    except OSError as exc:
+        raise HarnessError(
+            [Problem(str(exc.filename), "", f"cannot read: {exc.strerror}")]
+        ) from None
+    return harness_from_files(files, trust_python_hooks=trust_python_hooks, name=path.name)
+
+
+def harness_from_files(
+    files: dict[str, bytes], *, trust_python_hooks: bool = False, name: str = "harness"
+) -> Harness:
+    """Build a harness from folder contents held in memory (the store keeps them this way)."""
+    reader = _Reader(files)
+    if HARNESS_FILE not in files:
+        raise HarnessError([Problem(HARNESS_FILE, "", "missing")])
+    text = reader.text(HARNESS_FILE)
+    manifest = reader.yaml_mapping(HARNESS_FILE, text) if text is not None else None
     if manifest is None:
         raise HarnessError(reader.problems)
-    unknown = set(manifest) - {"name", "description", "settings", "prompt", "order"}
-    for key in sorted(unknown):
+    for key in sorted(set(manifest) - {"name", "description", "settings", "prompt", "order"}):
         reader.problems.append(Problem(HARNESS_FILE, key, "unknown field"))
 
-    settings = reader.build(Settings, manifest.get("settings") or {}, manifest_path, "settings")
+    settings = reader.build(Settings, manifest.get("settings") or {}, HARNESS_FILE, "settings")
     prompt_data = manifest.get("prompt") or {}
     if not isinstance(prompt_data, dict):
         reader.problems.append(Problem(HARNESS_FILE, "prompt", "must be a mapping"))
         prompt_data = {}
-    sections: list[PromptSection] = []
     raw_sections = prompt_data.get("sections") or []
     if not isinstance(raw_sections, list):
         reader.problems.append(Problem(HARNESS_FILE, "prompt.sections", "must be a list"))
         raw_sections = []
+    sections: list[dict[str, Any]] = []
     for i, raw in enumerate(raw_sections):
+        where = f"prompt.sections.{i}"
         if not isinstance(raw, dict):
-            reader.problems.append(
-                Problem(HARNESS_FILE, f"prompt.sections.{i}", "must be a mapping")
-            )
+            reader.problems.append(Problem(HARNESS_FILE, where, "must be a mapping"))
             continue
-        sid = raw.get("id")
+        md = f"prompt/{raw.get('id')}.md"
         template = ""
-        md = path / "prompt" / f"{sid}.md"
-        if isinstance(sid, str) and md.is_file():
+        if reader.exists(md):
             template = reader.text(md) or ""
         elif raw.get("kind", "text") == "text":
-            reader.problems.append(
-                Problem(HARNESS_FILE, f"prompt.sections.{i}", f"prompt/{sid}.md is missing")
-            )
+            reader.problems.append(Problem(HARNESS_FILE, where, f"{md} is missing"))
             continue
-        section = reader.build(
-            PromptSection, {**raw, "template": template}, manifest_path, f"prompt.sections.{i}"
-        )
+        section = reader.build(PromptSection, {**raw, "template": template}, HARNESS_FILE, where)
         if section is not None:
-            sections.append(section)
+            sections.append(section.model_dump())
     pipeline = reader.build(
         PromptPipeline,
         {
             "style": prompt_data.get("style", "markdown"),
             "variables": prompt_data.get("variables") or {},
-            "sections": [s.model_dump() for s in sections],
+            "sections": sections,
         },
-        manifest_path,
+        HARNESS_FILE,
         "prompt",
     )
 
     skills: dict[str, Skill] = {}
-    skills_dir = path / "skills"
-    if skills_dir.is_dir():
-        for folder in sorted(p for p in skills_dir.iterdir() if p.is_dir()):
+    for folder in reader.children("skills"):
+        if any(rel.startswith(f"skills/{folder}/") for rel in files):
             skill = _read_skill(reader, folder)
             if skill is not None:
                 skills[skill.name] = skill
+        else:
+            reader.problems.append(Problem(f"skills/{folder}", "", "expected a skill folder"))
     tools: dict[str, Tool] = {}
-    tools_dir = path / "tools"
-    if tools_dir.is_dir():
-        for file in sorted(tools_dir.glob("*.json")):
-            tool = _read_tool(reader, file)
+    for file in reader.children("tools"):
+        if file.endswith(".json"):
+            tool = _read_tool(reader, f"tools/{file}")
             if tool is not None:
                 tools[tool.name] = tool
-    hooks = _read_hooks(reader, path / "hooks", trust_python_hooks)
+    hooks = _read_hooks(reader, trust_python_hooks)
 
     order = manifest.get("order") or {}
     if not isinstance(order, dict):
         reader.problems.append(Problem(HARNESS_FILE, "order", "must be a mapping"))
         order = {}
-    ordered_skills = _ordered(reader, skills, order.get("skills"), "skills", manifest_path)
-    ordered_tools = _ordered(reader, tools, order.get("tools"), "tools", manifest_path)
-    ordered_hooks = _ordered(reader, hooks, order.get("hooks"), "hooks", manifest_path)
+    ordered_skills = _ordered(reader, skills, order.get("skills"), "skills")
+    ordered_tools = _ordered(reader, tools, order.get("tools"), "tools")
+    ordered_hooks = _ordered(reader, hooks, order.get("hooks"), "hooks")
     if reader.problems or settings is None or pipeline is None:
         raise HarnessError(reader.problems)
-    return _assemble(
-        reader,
-        manifest_path,
-        lambda: Harness(
-            name=manifest.get("name") or path.name,
+    try:
+        harness = Harness(
+            name=manifest.get("name") or name,
             description=manifest.get("description") or "",
             settings=settings,
             prompt=pipeline,
             skills=ordered_skills,
             tools=ordered_tools,
             hooks=ordered_hooks,
-        ),
-    )
-
-
-def _assemble(reader: _Reader, manifest: Path, make: Callable[[], Harness]) -> Harness:
-    try:
-        harness = make()
+        )
     except ValidationError as exc:
-        raise HarnessError(problems_from_validation(exc, reader.rel(manifest))) from None
+        raise HarnessError(problems_from_validation(exc, HARNESS_FILE)) from None
     from core.harness.checks import cross_check
 
     problems = cross_check(harness)

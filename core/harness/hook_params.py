@@ -74,14 +74,15 @@ class PythonParams(_Params):
 def params_model(kind: HookKind) -> type[_Params]:
     from core.harness.models import HookKind
 
-    return {
+    models: dict[HookKind, type[_Params]] = {
         HookKind.REQUIRE_REPLY_SKILL: RequireReplySkillParams,
         HookKind.VALIDATE_TOOL_ARGS: ValidateToolArgsParams,
         HookKind.FORBIDDEN_CLAIMS: ForbiddenClaimsParams,
         HookKind.FACT_CHECK: FactCheckParams,
         HookKind.REPLY_FORMAT: ReplyFormatParams,
         HookKind.PYTHON: PythonParams,
-    }[kind]
+    }
+    return models[kind]
 
 
 def check_hook_params(kind: HookKind, params: dict[str, Any]) -> None:

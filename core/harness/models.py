@@ -62,9 +62,7 @@ class Tool(_Model):
 
     name: str
     description: str
-    parameters: dict[str, Any] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     binding: str = Field(description="Name of the implementation the runtime calls.")
     annotations: dict[str, Any] = Field(default_factory=dict)
     enabled: bool = True

@@ -56,9 +56,7 @@ def tool_specs(harness: Harness) -> list[dict[str, Any]]:
 
 
 def skill_index(harness: Harness) -> str:
-    return "\n".join(
-        f"- {s.name} ({s.kind.value}): {s.description}" for s in harness.active_skills
-    )
+    return "\n".join(f"- {s.name} ({s.kind.value}): {s.description}" for s in harness.active_skills)
 
 
 def tool_block(harness: Harness) -> str:
