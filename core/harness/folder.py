@@ -179,6 +179,9 @@ class _Reader:
         }
         return sorted(names)
 
+    def failed(self, prefix: str) -> bool:
+        return any(p.file.startswith(prefix) for p in self.problems)
+
     def yaml_mapping(self, rel: str, text: str) -> dict[str, Any] | None:
         try:
             data = yaml.safe_load(text)
