@@ -26,10 +26,15 @@ class AssistantTurn(BaseModel):
 
     content: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
+    parse_errors: list[str] = Field(
+        default_factory=list,
+        description="Why the output's tool calls could not be parsed; `content` is then the "
+        "model's exact text and no call was run.",
+    )
 
     @property
     def is_reply(self) -> bool:
-        return not self.tool_calls
+        return not self.tool_calls and not self.parse_errors
 
 
 class Trajectory(BaseModel):

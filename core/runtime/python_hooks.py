@@ -1,0 +1,139 @@
+"""Python hooks: user code run in a child process with a timeout.
+
+The hook's source defines `check(event: dict) -> dict` returning
+`{"decision": "allow" | "block", "reason": str}`. The loop starts `sys.executable -I -c RUNNER`
+(isolated mode: no user site, no PYTHON* variables, no script directory on sys.path), writes
+`{"source": ..., "event": ...}` as JSON to its stdin, and reads one JSON line back from stdout.
+
+The runner points `sys.stdout` at stderr while the hook runs, so a hook's debug `print` cannot
+corrupt the protocol line. Everything else is an error decision, never an exception:
+
+- an untrusted hook (`trusted: false`, e.g. imported from elsewhere) -> "python hook not trusted",
+  without starting a process;
+- past `hook.timeout` -> the child's whole process group is killed -> "timed out";
+- `check` raises (or the source does not compile) -> the exception line, with the hook line;
+- no output, non-JSON output, or a result of the wrong shape -> an error naming what came back.
+
+A child process isolates crashes, hangs and memory blowups from the loop; it is not a security
+sandbox, which is why imported hooks need explicit trust.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from typing import Any
+
+from core.harness.models import Hook
+from core.runtime.hooks import HookResult
+
+RUNNER = r"""
+import json, sys, traceback
+
+def _main():
+    out = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        request = json.loads(sys.stdin.read())
+        namespace = {"__name__": "hat_hook"}
+        exec(compile(request["source"], "<hook>", "exec"), namespace)
+        check = namespace.get("check")
+        if not callable(check):
+            raise TypeError("the hook source defines no check(event) function")
+        line = json.dumps({"result": check(request["event"])}, allow_nan=False)
+    except BaseException as exc:
+        lines = traceback.format_exception_only(type(exc), exc)
+        message = "".join(lines).strip().splitlines()[-1]
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = [f.lineno for f in frames if f.filename == "<hook>"]
+        if isinstance(exc, SyntaxError) and exc.filename == "<hook>":
+            where.append(exc.lineno)
+        if where and where[-1]:
+            message += f" (hook line {where[-1]})"
+        line = json.dumps({"error": message})
+    out.write(line + "\n")
+    out.flush()
+
+_main()
+"""
+
+_MAX_SHOWN = 200
+
+
+async def run_python_hook(
+    hook: Hook, event: dict[str, Any], *, python: str | None = None
+) -> HookResult:
+    """Run `hook.source`'s `check(event)` in a child process; never raises."""
+    if not hook.trusted:
+        return HookResult.error("python hook not trusted")
+    if not hook.source or not hook.source.strip():
+        return HookResult.error("python hook has no source")
+    request = json.dumps({"source": hook.source, "event": event}, default=str).encode()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            python or sys.executable,
+            "-I",
+            "-c",
+            RUNNER,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=os.name == "posix",
+        )
+    except OSError as exc:
+        return HookResult.error(f"python hook could not start: {exc}")
+    try:
+        stdout, stderr = await asyncio.wait_for(proc.communicate(request), hook.timeout)
+    except TimeoutError:
+        await _kill(proc)
+        return HookResult.error(f"python hook timed out after {hook.timeout:g} s")
+    except BaseException:  # cancelled: do not leave the child behind
+        await _kill(proc)
+        raise
+    return decode_output(stdout, stderr, proc.returncode)
+
+
+def decode_output(stdout: bytes, stderr: bytes, returncode: int | None) -> HookResult:
+    """Turn the runner's output into a decision (error on anything unexpected)."""
+    lines = stdout.decode("utf-8", errors="replace").strip().splitlines()
+    if not lines:
+        tail = stderr.decode("utf-8", errors="replace").strip().splitlines()[-1:]
+        detail = f": {tail[0][:_MAX_SHOWN]}" if tail else ""
+        return HookResult.error(f"python hook printed no result (exit code {returncode}){detail}")
+    last = lines[-1].strip()
+    try:
+        data = json.loads(last)
+    except json.JSONDecodeError:
+        return HookResult.error(f"python hook printed garbage: {last[:_MAX_SHOWN]!r}")
+    if not isinstance(data, dict):
+        return HookResult.error(f"python hook printed garbage: {last[:_MAX_SHOWN]!r}")
+    if "error" in data:
+        return HookResult.error(f"python hook raised {data['error']}"[: _MAX_SHOWN * 2])
+    result = data.get("result")
+    shape = 'expected {"decision": "allow" | "block", "reason": str}'
+    if not isinstance(result, dict):
+        shown = json.dumps(result)[:_MAX_SHOWN]
+        return HookResult.error(f"python hook returned {shown}; {shape}")
+    decision = result.get("decision")
+    reason = result.get("reason", "")
+    if decision not in ("allow", "block") or not isinstance(reason, str):
+        shown = json.dumps(result)[:_MAX_SHOWN]
+        return HookResult.error(f"python hook returned {shown}; {shape}")
+    if decision == "block":
+        return HookResult.block(reason or "blocked by a python hook")
+    return HookResult.allow(reason)
+
+
+async def _kill(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+            if os.name == "posix":
+                os.killpg(proc.pid, signal.SIGKILL)
+            else:
+                proc.kill()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(proc.wait(), 5.0)
