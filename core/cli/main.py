@@ -1,0 +1,19 @@
+"""The `hat` command line. Sub-apps live in their own modules, one per area."""
+
+from __future__ import annotations
+
+import typer
+
+from core.cli import harness_cmd
+
+app = typer.Typer(
+    name="hat",
+    help="HAT Studio: harness-aware training for compact agent models.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(harness_cmd.app, name="harness")
+
+
+if __name__ == "__main__":
+    app()
