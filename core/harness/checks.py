@@ -6,19 +6,33 @@ import re
 from string import Template
 
 from core.harness.errors import Problem
-from core.harness.models import Harness, HookEvent, SectionKind, SkillKind
+from core.harness.models import Harness, HookEvent, HookKind, SectionKind, SkillKind
 
 
 def template_variables(template: str) -> set[str]:
-    """Names a `${var}` template refers to (string.Template syntax)."""
+    """Names a `${var}` template refers to (string.Template syntax).
+
+    Raise ValueError naming the line of a `$` that starts no placeholder (write `$$` for a
+    literal dollar sign).
+    """
     names = set()
     for match in Template.pattern.finditer(template):
         name = match.group("named") or match.group("braced")
         if name:
             names.add(name)
         elif match.group("invalid") is not None:
-            raise ValueError(f"invalid placeholder at offset {match.start('invalid')}")
+            offset = match.start("invalid")
+            line = template.count("\n", 0, offset) + 1
+            snippet = template[offset : offset + 12].split("\n", 1)[0]
+            raise ValueError(
+                f"line {line}: {snippet!r} is not a ${{variable}}; write $$ for a literal '$'"
+            )
     return names
+
+
+def hook_file(hook_name: str) -> str:
+    """The file a problem with a hook points at (the .yaml that export writes for every hook)."""
+    return f"hooks/{hook_name}.yaml"
 
 
 def cross_check(harness: Harness) -> list[Problem]:
@@ -37,9 +51,10 @@ def cross_check(harness: Harness) -> list[Problem]:
             problems.append(
                 Problem(file, "template", f"uses ${{{name}}} but prompt.variables has no {name!r}")
             )
+
     kinds = {s.kind for s in harness.prompt.sections if s.enabled}
     if (
-        harness.tools
+        harness.active_tools
         and harness.settings.tool_protocol.value == "prompt"
         and (SectionKind.TOOL_BLOCK not in kinds)
     ):
@@ -47,21 +62,29 @@ def cross_check(harness: Harness) -> list[Problem]:
             Problem(
                 "harness.yaml",
                 "prompt.sections",
-                "the prompt tool protocol needs a section of kind tool_block",
+                "the prompt tool protocol needs an enabled section of kind tool_block",
             )
         )
-    if harness.skills and SectionKind.SKILL_INDEX not in kinds:
+    if harness.active_skills and SectionKind.SKILL_INDEX not in kinds:
         problems.append(
-            Problem("harness.yaml", "prompt.sections", "skills need a section of kind skill_index")
+            Problem(
+                "harness.yaml",
+                "prompt.sections",
+                "skills need an enabled section of kind skill_index",
+            )
         )
-    needs_reply_skill = any(
-        h.kind.value == "require_reply_skill" and h.enabled for h in harness.hooks
-    )
-    if needs_reply_skill and not any(
+    reply_skill_hooks = [
+        h for h in harness.hooks if h.kind is HookKind.REQUIRE_REPLY_SKILL and h.enabled
+    ]
+    if reply_skill_hooks and not any(
         s.kind is SkillKind.REPLY and s.enabled for s in harness.skills
     ):
         problems.append(
-            Problem("hooks", "require_reply_skill", "the harness has no enabled reply skill")
+            Problem(
+                hook_file(reply_skill_hooks[0].name),
+                "kind",
+                "require_reply_skill needs at least one enabled reply skill, and there is none",
+            )
         )
     tool_names = [t.name for t in harness.tools]
     for hook in harness.hooks:
@@ -73,7 +96,7 @@ def cross_check(harness: Harness) -> list[Problem]:
         ):
             problems.append(
                 Problem(
-                    f"hooks/{hook.name}.yaml",
+                    hook_file(hook.name),
                     "matcher",
                     f"{hook.matcher!r} matches no tool of this harness",
                 )

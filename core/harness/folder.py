@@ -4,17 +4,24 @@ hooks/*.yaml (+ .py for Python hooks).
 Export writes one canonical text for each component, so export -> import -> export is
 byte-identical and a folder under version control diffs cleanly. Import collects every problem
 it finds (file + field) before failing, so a user fixes a broken folder in one pass.
+
+Import is strict on purpose: unknown fields, duplicate YAML/JSON keys and files the format has
+no place for (they would silently vanish on the next export) are problems, not warnings. For any
+file contents, import either returns a Harness or raises HarnessError; no other exception
+escapes (tests/test_harness_properties.py fuzzes this).
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from yaml.constructor import ConstructorError
 
 from core.harness.errors import HarnessError, Problem, problems_from_validation
 from core.harness.models import (
@@ -30,6 +37,23 @@ from core.harness.models import (
 )
 
 HARNESS_FILE = "harness.yaml"
+MANIFEST_KEYS = ("name", "description", "settings", "prompt", "order")
+PROMPT_KEYS = ("style", "variables", "sections")
+ORDER_KEYS = ("skills", "tools", "hooks")
+SKILL_FRONT_KEYS = ("name", "description", "license", "compatibility", "allowed-tools", "metadata")
+TOOL_KEYS = ("type", "function", "x-hat")
+TOOL_FUNCTION_KEYS = ("name", "description", "parameters")
+TOOL_EXT_KEYS = ("binding", "annotations", "enabled")
+HOOK_KEYS = (
+    "event",
+    "kind",
+    "matcher",
+    "params",
+    "reminder",
+    "timeout",
+    "enabled",
+    "task_critical",
+)
 _PY_HOOK_FIELDS = {
     "EVENT": "event",
     "MATCHER": "matcher",
@@ -45,9 +69,59 @@ M = TypeVar("M", bound=BaseModel)
 # ----------------------------------------------------------------------------- canonical text
 
 
+class _Dumper(yaml.SafeDumper):
+    """Safe dumper whose output loads back to the same strings.
+
+    PyYAML writes a string holding NEL, LS, PS or CR in single-quoted style, where the loader
+    folds those characters (NEL followed by "x" comes back as " x"); the double-quoted style
+    escapes them, so such strings are written double-quoted.
+    """
+
+
+_FOLDED_BREAKS = ("\r", "\x85", "\u2028", "\u2029")
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    if any(c in data for c in _FOLDED_BREAKS):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style='"')
+    return dumper.represent_str(data)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe loader that rejects duplicate keys (PyYAML keeps the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:
+                continue  # unhashable: the base class reports it
+            if duplicate:
+                raise ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"found duplicate key {key!r}",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep=deep)
+
+
 def dump_yaml(data: Any) -> str:
-    return yaml.safe_dump(
-        data, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1_000_000
+    return yaml.dump(
+        data,
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=1_000_000,
     )
 
 
@@ -60,7 +134,14 @@ def skill_text(skill: Skill) -> str:
     if not skill.enabled:
         meta["enabled"] = "false"
     meta.update(skill.metadata)
-    front = {"name": skill.name, "description": skill.description, "metadata": meta}
+    front: dict[str, Any] = {"name": skill.name, "description": skill.description}
+    if skill.license is not None:
+        front["license"] = skill.license
+    if skill.compatibility is not None:
+        front["compatibility"] = skill.compatibility
+    if skill.allowed_tools is not None:
+        front["allowed-tools"] = skill.allowed_tools
+    front["metadata"] = meta
     return f"---\n{dump_yaml(front)}---\n{skill.body}"
 
 
@@ -127,6 +208,15 @@ def folder_files(harness: Harness) -> dict[str, str]:
         files[f"hooks/{hook.name}.yaml"] = hook_text(hook.model_copy(update={"source": None}))
         if hook.kind is HookKind.PYTHON and hook.source is not None:
             files[f"hooks/{hook.name}.py"] = hook.source
+    problems = []
+    for rel, text in files.items():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = f"U+{ord(text[exc.start]):04X}"
+            problems.append(Problem(rel, "", f"cannot be written as UTF-8 ({bad}: {exc.reason})"))
+    if problems:
+        raise HarnessError(problems)
     return files
 
 
@@ -151,6 +241,41 @@ def export_folder(harness: Harness, path: Path) -> None:
 
 # ----------------------------------------------------------------------------- import
 
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_FRONT_OPEN_RE = re.compile(r"---[ \t]*\r?\n")
+_FRONT_CLOSE_RE = re.compile(r"^---[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
+_FAILED = object()
+
+
+def _allowed(keys: tuple[str, ...]) -> str:
+    return f"unknown field (allowed: {', '.join(keys)})"
+
+
+def _non_text_path(data: Any) -> str | None:
+    """Dotted path of the first string (key or value) holding a lone surrogate, if any.
+
+    JSON and YAML escapes such as "\\ud800" decode to code points that are not Unicode text: the
+    harness could never be written back to a file, so they are refused on import.
+    """
+    stack: list[tuple[str, Any]] = [("", data)]
+    seen: set[int] = set()
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if _SURROGATE_RE.search(value):
+                return path
+        elif isinstance(value, dict | list):
+            if id(value) in seen:  # YAML aliases share objects; visit each once
+                continue
+            seen.add(id(value))
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                sub = f"{path}.{key}" if path else str(key)
+                if isinstance(key, str) and _SURROGATE_RE.search(key):
+                    return sub
+                stack.append((sub, item))
+    return None
+
 
 class _Reader:
     """Reads a folder given as {relative path: bytes}, collecting problems instead of raising."""
@@ -159,13 +284,16 @@ class _Reader:
         self.files = files
         self.problems: list[Problem] = []
 
+    def add(self, file: str, field: str, message: str) -> None:
+        self.problems.append(Problem(file, field, message))
+
     def text(self, rel: str) -> str | None:
         try:
             return self.files[rel].decode("utf-8")
         except KeyError:
-            self.problems.append(Problem(rel, "", "missing"))
+            self.add(rel, "", "missing")
         except UnicodeDecodeError as exc:
-            self.problems.append(Problem(rel, "", f"not UTF-8 text ({exc.reason})"))
+            self.add(rel, f"byte {exc.start}", f"not UTF-8 text ({exc.reason})")
         return None
 
     def exists(self, rel: str) -> bool:
@@ -182,108 +310,212 @@ class _Reader:
     def failed(self, prefix: str) -> bool:
         return any(p.file.startswith(prefix) for p in self.problems)
 
-    def yaml_mapping(self, rel: str, text: str) -> dict[str, Any] | None:
+    def checked_text(self, rel: str, data: Any) -> bool:
+        path = _non_text_path(data)
+        if path is None:
+            return True
+        self.add(rel, path, "holds a lone surrogate code point (\\ud800-\\udfff), not Unicode text")
+        return False
+
+    def yaml_mapping(
+        self, rel: str, text: str, *, where: str = "", line_offset: int = 0
+    ) -> dict[str, Any] | None:
+        """Parse YAML that must be a mapping; `where`/`line_offset` place it inside its file."""
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            pos = f"line {mark.line + 1 + line_offset}, column {mark.column + 1}" if mark else ""
             problem = getattr(exc, "problem", None) or str(exc)
-            self.problems.append(Problem(rel, where, f"malformed YAML: {problem}"))
+            self.add(rel, ", ".join(p for p in (where, pos) if p), f"malformed YAML: {problem}")
+            return None
+        except (ValueError, RecursionError, OverflowError, MemoryError) as exc:
+            # int("9" * 5000) and deep nesting escape PyYAML's own error types
+            self.add(rel, where, f"malformed YAML: {type(exc).__name__}: {exc}"[:300])
             return None
         if data is None:
             data = {}
         if not isinstance(data, dict):
-            self.problems.append(Problem(rel, "", f"expected a mapping, got {type(data).__name__}"))
+            self.add(rel, where, f"expected a YAML mapping of fields, got {type(data).__name__}")
+            return None
+        for key in data:
+            if not isinstance(key, str):
+                self.add(rel, where, f"field names must be strings, got {key!r}")
+                return None
+        if not self.checked_text(rel, data):
             return None
         return data
 
-    def build(self, model: type[M], data: dict[str, Any], rel: str, prefix: str = "") -> M | None:
+    def json_value(self, rel: str, text: str) -> Any:
+        """Parse strict JSON (no duplicate keys, no NaN); _FAILED after recording a problem."""
+
+        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for key, value in items:
+                if key in out:
+                    raise _DuplicateKeyError(key)
+                out[key] = value
+            return out
+
+        def constant(name: str) -> Any:
+            raise ValueError(f"{name} is not valid JSON")
+
+        try:
+            data = json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+        except json.JSONDecodeError as exc:
+            self.add(rel, f"line {exc.lineno}, column {exc.colno}", f"malformed JSON: {exc.msg}")
+            return _FAILED
+        except _DuplicateKeyError as exc:
+            self.add(rel, exc.key, "duplicate key in a JSON object")
+            return _FAILED
+        except (ValueError, RecursionError, MemoryError) as exc:
+            self.add(rel, "", f"malformed JSON: {type(exc).__name__}: {exc}"[:300])
+            return _FAILED
+        if not self.checked_text(rel, data):
+            return _FAILED
+        return data
+
+    def build(
+        self,
+        model: type[M],
+        data: Any,
+        rel: str,
+        prefix: str = "",
+        rename: dict[str, str] | None = None,
+    ) -> M | None:
         try:
             return model.model_validate(data)
         except ValidationError as exc:
-            self.problems.extend(problems_from_validation(exc, rel, prefix))
+            self.problems.extend(problems_from_validation(exc, rel, prefix, rename))
             return None
 
 
+class _DuplicateKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(key)
+
+
 def _split_front_matter(text: str) -> tuple[str, str] | None:
-    if not text.startswith("---\n"):
+    """(front-matter YAML, body) of a SKILL.md: the YAML sits between two `---` lines."""
+    opening = _FRONT_OPEN_RE.match(text)
+    if opening is None:
         return None
-    end = text.find("\n---\n", 3)
-    if end < 0:
-        if text.endswith("\n---"):
-            return text[4:-3], ""
+    closing = _FRONT_CLOSE_RE.search(text, opening.end())
+    if closing is None:
         return None
-    return text[4 : end + 1], text[end + 5 :]
+    return text[opening.end() : closing.start()], text[closing.end() :]
+
+
+_SKILL_RENAME = {
+    "kind": "metadata.kind",
+    "enabled": "metadata.enabled",
+    "allowed_tools": "allowed-tools",
+}
 
 
 def _read_skill(reader: _Reader, folder: str) -> Skill | None:
     rel = f"skills/{folder}/SKILL.md"
     if not reader.exists(rel):
-        reader.problems.append(Problem(f"skills/{folder}", "", "skill folder has no SKILL.md"))
+        reader.add(f"skills/{folder}", "", "skill folder has no SKILL.md")
         return None
     text = reader.text(rel)
     if text is None:
         return None
     parts = _split_front_matter(text)
     if parts is None:
-        reader.problems.append(
-            Problem(rel, "front matter", "must start with '---' and close with '---'")
+        reader.add(
+            rel,
+            "front matter",
+            "missing: SKILL.md must open with a '---' line, then YAML (name, description, "
+            "metadata), then a closing '---' line before the body",
         )
         return None
-    front = reader.yaml_mapping(rel, parts[0])
+    front = reader.yaml_mapping(rel, parts[0], where="front matter", line_offset=1)
     if front is None:
         return None
-    meta = front.get("metadata") or {}
-    if not isinstance(meta, dict):
-        reader.problems.append(Problem(rel, "metadata", "must be a mapping"))
+    ok = True
+    for key in front:
+        if key not in SKILL_FRONT_KEYS:
+            reader.add(rel, key, _allowed(SKILL_FRONT_KEYS))
+            ok = False
+    raw_meta = front.get("metadata")
+    if raw_meta is None:
+        raw_meta = {}
+    if not isinstance(raw_meta, dict):
+        reader.add(rel, "metadata", "must be a mapping of names to strings")
         return None
-    meta = {str(k): str(v) if not isinstance(v, bool) else str(v).lower() for k, v in meta.items()}
-    unknown = set(front) - {"name", "description", "metadata", "license", "allowed-tools"}
-    if unknown:
-        reader.problems.append(
-            Problem(rel, ", ".join(sorted(unknown)), "unknown front-matter field")
-        )
-        return None
-    data = {
-        "name": front.get("name"),
-        "description": front.get("description"),
-        "body": parts[1],
-        "kind": meta.pop("kind", "reply"),
-        "enabled": meta.pop("enabled", "true") != "false",
-        "metadata": meta,
+    meta: dict[str, Any] = {}
+    for key, value in raw_meta.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif isinstance(value, int | float):
+            value = str(value)
+        elif not isinstance(value, str):
+            reader.add(rel, f"metadata.{key}", f"must be a string, got {type(value).__name__}")
+            ok = False
+            continue
+        meta[key] = value
+    enabled = meta.pop("enabled", "true")
+    if enabled not in ("true", "false"):
+        reader.add(rel, "metadata.enabled", f"must be true or false, got {enabled!r}")
+        ok = False
+    data: dict[str, Any] = {
+        key.replace("-", "_"): front[key] for key in SKILL_FRONT_KEYS[:-1] if key in front
     }
-    skill = reader.build(Skill, data, rel)
+    data.update(
+        body=parts[1], kind=meta.pop("kind", "reply"), enabled=enabled == "true", metadata=meta
+    )
+    skill = reader.build(Skill, data, rel, rename=_SKILL_RENAME)
     if skill is not None and skill.name != folder:
-        reader.problems.append(
-            Problem(
-                rel, "name", f"front matter says {skill.name!r} but the folder is named {folder!r}"
-            )
-        )
-        return None
-    return skill
+        reader.add(rel, "name", f"is {skill.name!r} but the skill's folder is named {folder!r}")
+    return skill if ok else None
+
+
+_TOOL_RENAME = {
+    "binding": "x-hat.binding",
+    "annotations": "x-hat.annotations",
+    "enabled": "x-hat.enabled",
+}
 
 
 def _read_tool(reader: _Reader, rel: str) -> Tool | None:
     text = reader.text(rel)
     if text is None:
         return None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        reader.problems.append(Problem(rel, f"line {exc.lineno}, column {exc.colno}", exc.msg))
+    data = reader.json_value(rel, text)
+    if data is _FAILED:
         return None
     if not isinstance(data, dict):
-        reader.problems.append(Problem(rel, "", "expected a JSON object"))
+        reader.add(rel, "", 'expected a JSON object {"type": "function", "function": {...}}')
         return None
-    fn = data.get("function", data)
+    ok = True
+    if "function" in data:
+        for key in data:
+            if key not in TOOL_KEYS:
+                reader.add(rel, key, _allowed(TOOL_KEYS))
+                ok = False
+        if data.get("type", "function") != "function":
+            reader.add(rel, "type", f'must be "function", got {data.get("type")!r}')
+            ok = False
+        fn, prefix = data["function"], "function."
+    else:  # a bare function object {"name", "description", "parameters"}
+        fn, prefix = {k: v for k, v in data.items() if k != "x-hat"}, ""
     if not isinstance(fn, dict):
-        reader.problems.append(Problem(rel, "function", "must be an object"))
+        reader.add(rel, "function", "must be an object with name, description and parameters")
         return None
-    ext = data.get("x-hat") or {}
+    for key in fn:
+        if key not in TOOL_FUNCTION_KEYS:
+            reader.add(rel, f"{prefix}{key}", _allowed(TOOL_FUNCTION_KEYS))
+            ok = False
+    ext = data.get("x-hat", {})
     if not isinstance(ext, dict):
-        reader.problems.append(Problem(rel, "x-hat", "must be an object"))
+        reader.add(rel, "x-hat", "must be an object with binding (and optional annotations)")
         return None
+    for key in ext:
+        if key not in TOOL_EXT_KEYS:
+            reader.add(rel, f"x-hat.{key}", _allowed(TOOL_EXT_KEYS))
+            ok = False
     fields = {
         "name": fn.get("name"),
         "description": fn.get("description", ""),
@@ -292,45 +524,68 @@ def _read_tool(reader: _Reader, rel: str) -> Tool | None:
         "annotations": ext.get("annotations", {}),
         "enabled": ext.get("enabled", True),
     }
-    tool = reader.build(Tool, fields, rel, prefix="function")
+    rename = {**_TOOL_RENAME, **{k: f"{prefix}{k}" for k in TOOL_FUNCTION_KEYS}}
+    tool = reader.build(Tool, fields, rel, rename=rename)
     stem = rel.rsplit("/", 1)[-1].removesuffix(".json")
     if tool is not None and tool.name != stem:
-        reader.problems.append(
-            Problem(rel, "function.name", f"is {tool.name!r} but the file is named {stem}.json")
-        )
-        return None
-    return tool
+        reader.add(rel, f"{prefix}name", f"is {tool.name!r} but the file is named {stem}.json")
+    return tool if ok else None
 
 
 def _python_hook_fields(reader: _Reader, rel: str, source: str) -> dict[str, Any] | None:
+    """Settings a python hook declares as module constants (EVENT = "before_reply", ...)."""
     try:
         module = ast.parse(source, filename=rel)
     except SyntaxError as exc:
-        reader.problems.append(Problem(rel, f"line {exc.lineno}", f"syntax error: {exc.msg}"))
+        where = f"line {exc.lineno}" if exc.lineno else ""
+        reader.add(rel, where, f"syntax error: {exc.msg}")
+        return None
+    except (ValueError, RecursionError, MemoryError) as exc:  # e.g. NUL bytes in the source
+        reader.add(rel, "", f"not Python source: {exc}")
         return None
     fields: dict[str, Any] = {}
+    ok = True
     for node in module.body:
+        target: ast.expr | None = None
+        value_node: ast.expr | None = None
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name) and target.id in _PY_HOOK_FIELDS:
-                try:
-                    fields[_PY_HOOK_FIELDS[target.id]] = ast.literal_eval(node.value)
-                except ValueError:
-                    reader.problems.append(Problem(rel, target.id, "must be a literal value"))
-                    return None
-    if not any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in module.body):
-        reader.problems.append(Problem(rel, "check", "a python hook must define check(event)"))
+            target, value_node = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign):
+            target, value_node = node.target, node.value
+        if isinstance(target, ast.Name) and target.id in _PY_HOOK_FIELDS and value_node:
+            try:
+                value = ast.literal_eval(value_node)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                reader.add(rel, target.id, "must be a literal value (string, number, dict, ...)")
+                ok = False
+                continue
+            fields[_PY_HOOK_FIELDS[target.id]] = value
+    check = next(
+        (n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None
+    )
+    if check is None:
+        reader.add(rel, "check", "a python hook must define a function check(event)")
         return None
-    return fields
+    arity = len(check.args.posonlyargs) + len(check.args.args)
+    if arity != 1 and check.args.vararg is None:
+        reader.add(rel, "check", f"check must take one argument (the event), not {arity}")
+        return None
+    return fields if ok else None
 
 
 def _read_hooks(reader: _Reader, trust: bool) -> dict[str, Hook]:
     hooks: dict[str, Hook] = {}
-    files = [n for n in reader.children("hooks") if n.endswith((".yaml", ".yml", ".py"))]
-    for name in sorted({f.rsplit(".", 1)[0] for f in files}):
-        yaml_rel = next(
-            (r for r in (f"hooks/{name}.yaml", f"hooks/{name}.yml") if reader.exists(r)), None
-        )
+    stems = {
+        f.rsplit(".", 1)[0]
+        for f in reader.children("hooks")
+        if f.endswith((".yaml", ".yml", ".py")) and "/" not in f
+    }
+    for name in sorted(stems):
+        yaml_rels = [r for r in (f"hooks/{name}.yaml", f"hooks/{name}.yml") if reader.exists(r)]
+        if len(yaml_rels) > 1:
+            reader.add(yaml_rels[1], "", f"{yaml_rels[0]} describes the same hook; keep one")
+            continue
+        yaml_rel = yaml_rels[0] if yaml_rels else None
         py_rel = f"hooks/{name}.py"
         rel = yaml_rel or py_rel
         data: dict[str, Any] = {}
@@ -339,19 +594,40 @@ def _read_hooks(reader: _Reader, trust: bool) -> dict[str, Hook]:
             parsed = reader.yaml_mapping(yaml_rel, text) if text is not None else None
             if parsed is None:
                 continue
-            data = parsed
+            ok = True
+            for key, value in parsed.items():
+                if key == "name":
+                    if value != name:
+                        reader.add(
+                            yaml_rel, "name", f"is {value!r} but a hook is named by its file"
+                        )
+                        ok = False
+                elif key not in HOOK_KEYS:
+                    reader.add(yaml_rel, key, _allowed(HOOK_KEYS))
+                    ok = False
+            if not ok:
+                continue
+            data = {k: v for k, v in parsed.items() if k != "name"}
         if reader.exists(py_rel):
             source = reader.text(py_rel)
             if source is None:
                 continue
+            fields = _python_hook_fields(reader, py_rel, source)
+            if fields is None:
+                continue
             if yaml_rel is None:
-                fields = _python_hook_fields(reader, py_rel, source)
-                if fields is None:
-                    continue
                 data = {"kind": "python", **fields}
+            elif data.get("kind") != "python":
+                reader.add(
+                    py_rel,
+                    "",
+                    f"only python hooks have a .py file, and {yaml_rel} says kind "
+                    f"{data.get('kind')!r}",
+                )
+                continue
             data["source"] = source
         elif data.get("kind") == "python":
-            reader.problems.append(Problem(rel, "kind", f"python hook needs hooks/{name}.py"))
+            reader.add(rel, "kind", f"a python hook needs its code in hooks/{name}.py")
             continue
         if data.get("kind") == "python":
             data["trusted"] = trust
@@ -366,23 +642,59 @@ def _ordered(reader: _Reader, items: dict[str, Any], order: Any, kind: str) -> l
     if order is None:
         return [items[k] for k in sorted(items)]
     if not isinstance(order, list) or not all(isinstance(x, str) for x in order):
-        reader.problems.append(Problem(HARNESS_FILE, f"order.{kind}", "must be a list of names"))
+        reader.add(HARNESS_FILE, f"order.{kind}", "must be a list of names")
         return [items[k] for k in sorted(items)]
     out = []
     seen = set()
     for name in order:
         if name in seen:
-            reader.problems.append(Problem(HARNESS_FILE, f"order.{kind}", f"{name!r} listed twice"))
+            reader.add(HARNESS_FILE, f"order.{kind}", f"{name!r} listed twice")
             continue
         seen.add(name)
         if name not in items:
             if not reader.failed(f"{kind}/{name}"):  # its own file error already says why
-                problem = Problem(HARNESS_FILE, f"order.{kind}", f"{name!r} has no file")
-                reader.problems.append(problem)
+                reader.add(HARNESS_FILE, f"order.{kind}", f"{name!r} has no file")
             continue
         out.append(items[name])
     out.extend(items[k] for k in sorted(items) if k not in seen)
     return out
+
+
+def _unexpected_files(reader: _Reader, section_ids: set[str]) -> None:
+    """Report files in the component folders that the format has no place for.
+
+    Export rewrites those folders, so such a file would silently vanish on the next export.
+    """
+    for rel in sorted(reader.files):
+        parts = rel.split("/")
+        top = parts[0]
+        if len(parts) == 1:
+            continue  # top-level files (README, notes) are left alone by export
+        if top == "prompt":
+            if len(parts) == 2 and rel.endswith(".md"):
+                if rel[len("prompt/") : -len(".md")] in section_ids:
+                    continue
+                msg = "no prompt section uses this template: list its id in harness.yaml"
+            else:
+                msg = "prompt/ holds only <section id>.md templates"
+        elif top == "skills":
+            if len(parts) == 2 or (len(parts) == 3 and parts[2] == "SKILL.md"):
+                continue
+            msg = (
+                "a skill folder holds only SKILL.md (scripts/, references/ and assets/ are not "
+                "supported; export would delete this file)"
+            )
+        elif top == "tools":
+            if len(parts) == 2 and rel.endswith(".json"):
+                continue
+            msg = "tools/ holds only <tool name>.json files"
+        elif top == "hooks":
+            if len(parts) == 2 and rel.endswith((".yaml", ".yml", ".py")):
+                continue
+            msg = "hooks/ holds only <hook name>.yaml (and <hook name>.py for python hooks)"
+        else:
+            continue
+        reader.add(rel, "", f"unexpected file: {msg}")
 
 
 def read_files(path: Path) -> dict[str, bytes]:
@@ -409,41 +721,47 @@ def import_folder(path: Path, *, trust_python_hooks: bool = False) -> Harness:
     return harness_from_files(files, trust_python_hooks=trust_python_hooks, name=path.name)
 
 
-def harness_from_files(
-    files: dict[str, bytes], *, trust_python_hooks: bool = False, name: str = "harness"
-) -> Harness:
-    """Build a harness from folder contents held in memory (the store keeps them this way)."""
-    reader = _Reader(files)
-    if HARNESS_FILE not in files:
-        raise HarnessError([Problem(HARNESS_FILE, "", "missing")])
-    text = reader.text(HARNESS_FILE)
-    manifest = reader.yaml_mapping(HARNESS_FILE, text) if text is not None else None
-    if manifest is None:
-        raise HarnessError(reader.problems)
-    for key in sorted(set(manifest) - {"name", "description", "settings", "prompt", "order"}):
-        reader.problems.append(Problem(HARNESS_FILE, key, "unknown field"))
-
-    settings = reader.build(Settings, manifest.get("settings") or {}, HARNESS_FILE, "settings")
-    prompt_data = manifest.get("prompt") or {}
-    if not isinstance(prompt_data, dict):
-        reader.problems.append(Problem(HARNESS_FILE, "prompt", "must be a mapping"))
-        prompt_data = {}
-    raw_sections = prompt_data.get("sections") or []
+def _read_prompt(reader: _Reader, data: Any) -> tuple[PromptPipeline | None, set[str]]:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        reader.add(HARNESS_FILE, "prompt", "must be a mapping (style, variables, sections)")
+        return None, set()
+    for key in data:
+        if key not in PROMPT_KEYS:
+            reader.add(HARNESS_FILE, f"prompt.{key}", _allowed(PROMPT_KEYS))
+    raw_sections = data.get("sections")
+    if raw_sections is None:
+        raw_sections = []
     if not isinstance(raw_sections, list):
-        reader.problems.append(Problem(HARNESS_FILE, "prompt.sections", "must be a list"))
+        reader.add(HARNESS_FILE, "prompt.sections", "must be a list of sections")
         raw_sections = []
     sections: list[dict[str, Any]] = []
+    ids: set[str] = set()
     for i, raw in enumerate(raw_sections):
         where = f"prompt.sections.{i}"
         if not isinstance(raw, dict):
-            reader.problems.append(Problem(HARNESS_FILE, where, "must be a mapping"))
+            reader.add(HARNESS_FILE, where, "must be a mapping (id, title, kind, enabled)")
             continue
-        md = f"prompt/{raw.get('id')}.md"
+        if "template" in raw:
+            reader.add(
+                HARNESS_FILE, f"{where}.template", "a section's template lives in prompt/<id>.md"
+            )
+            continue
+        sid = raw.get("id")
+        if not isinstance(sid, str):
+            reader.add(HARNESS_FILE, f"{where}.id", "required: the section's id, a string")
+            continue
+        ids.add(sid)
+        md = f"prompt/{sid}.md"
         template = ""
         if reader.exists(md):
-            template = reader.text(md) or ""
-        elif raw.get("kind", "text") == "text":
-            reader.problems.append(Problem(HARNESS_FILE, where, f"{md} is missing"))
+            text = reader.text(md)
+            if text is None:
+                continue
+            template = text
+        elif raw.get("kind", "text") == "text" and "/" not in sid:
+            reader.add(md, "", f"missing: {HARNESS_FILE} {where} ({sid!r}) needs this template")
             continue
         section = reader.build(PromptSection, {**raw, "template": template}, HARNESS_FILE, where)
         if section is not None:
@@ -451,43 +769,104 @@ def harness_from_files(
     pipeline = reader.build(
         PromptPipeline,
         {
-            "style": prompt_data.get("style", "markdown"),
-            "variables": prompt_data.get("variables") or {},
+            "style": data.get("style", "markdown"),
+            "variables": {} if data.get("variables") is None else data["variables"],
             "sections": sections,
         },
         HARNESS_FILE,
         "prompt",
     )
+    return pipeline, ids
+
+
+def harness_from_files(
+    files: dict[str, bytes], *, trust_python_hooks: bool = False, name: str = "harness"
+) -> Harness:
+    """Build a harness from folder contents held in memory (the store keeps them this way).
+
+    Every problem found is collected (file + field) and raised together as one HarnessError;
+    no other exception escapes for any file contents.
+    """
+    reader = _Reader(files)
+    if HARNESS_FILE not in files:
+        raise HarnessError([Problem(HARNESS_FILE, "", "missing: every harness folder needs one")])
+    text = reader.text(HARNESS_FILE)
+    manifest = reader.yaml_mapping(HARNESS_FILE, text) if text is not None else None
+    if manifest is None:
+        raise HarnessError(reader.problems)
+    for key in manifest:
+        if key not in MANIFEST_KEYS:
+            reader.add(HARNESS_FILE, key, _allowed(MANIFEST_KEYS))
+
+    raw_settings = manifest.get("settings")
+    settings = reader.build(
+        Settings, {} if raw_settings is None else raw_settings, HARNESS_FILE, "settings"
+    )
+    pipeline, section_ids = _read_prompt(reader, manifest.get("prompt"))
 
     skills: dict[str, Skill] = {}
+    skill_files: dict[str, str] = {}
     for folder in reader.children("skills"):
         if any(rel.startswith(f"skills/{folder}/") for rel in files):
             skill = _read_skill(reader, folder)
-            if skill is not None:
-                skills[skill.name] = skill
+            if skill is None:
+                continue
+            rel = f"skills/{folder}/SKILL.md"
+            if skill.name in skills:
+                other = skill_files[skill.name]
+                reader.add(rel, "name", f"duplicate skill name {skill.name!r}: {other} has it too")
+                continue
+            skills[skill.name] = skill
+            skill_files[skill.name] = rel
         else:
-            reader.problems.append(Problem(f"skills/{folder}", "", "expected a skill folder"))
+            reader.add(f"skills/{folder}", "", "expected a skill folder holding SKILL.md")
     tools: dict[str, Tool] = {}
+    tool_files: dict[str, str] = {}
+    loader = settings.load_skill_tool if settings is not None else None
     for file in reader.children("tools"):
-        if file.endswith(".json"):
-            tool = _read_tool(reader, f"tools/{file}")
-            if tool is not None:
-                tools[tool.name] = tool
+        rel = f"tools/{file}"
+        if not (file.endswith(".json") and rel in files):
+            continue
+        tool = _read_tool(reader, rel)
+        if tool is None:
+            continue
+        if tool.name in tools:
+            other = tool_files[tool.name]
+            msg = f"duplicate tool name {tool.name!r}: {other} has it too"
+            reader.add(rel, "function.name", msg)
+            continue
+        if tool.name == loader:
+            reader.add(
+                rel,
+                "function.name",
+                f"{tool.name!r} is the built-in skill loader's name (settings.load_skill_tool)",
+            )
+            continue
+        tools[tool.name] = tool
+        tool_files[tool.name] = rel
     hooks = _read_hooks(reader, trust_python_hooks)
 
-    order = manifest.get("order") or {}
-    if not isinstance(order, dict):
-        reader.problems.append(Problem(HARNESS_FILE, "order", "must be a mapping"))
+    order = manifest.get("order")
+    if order is None:
         order = {}
+    if not isinstance(order, dict):
+        reader.add(HARNESS_FILE, "order", "must be a mapping (skills, tools, hooks)")
+        order = {}
+    for key in order:
+        if key not in ORDER_KEYS:
+            reader.add(HARNESS_FILE, f"order.{key}", _allowed(ORDER_KEYS))
     ordered_skills = _ordered(reader, skills, order.get("skills"), "skills")
     ordered_tools = _ordered(reader, tools, order.get("tools"), "tools")
     ordered_hooks = _ordered(reader, hooks, order.get("hooks"), "hooks")
+    _unexpected_files(reader, section_ids)
     if reader.problems or settings is None or pipeline is None:
         raise HarnessError(reader.problems)
+    harness_name = manifest.get("name")
+    description = manifest.get("description")
     try:
         harness = Harness(
-            name=manifest.get("name") or name,
-            description=manifest.get("description") or "",
+            name=name if harness_name is None else harness_name,
+            description="" if description is None else description,
             settings=settings,
             prompt=pipeline,
             skills=ordered_skills,

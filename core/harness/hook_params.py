@@ -5,12 +5,23 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from core.harness.errors import FieldValueError
 
 if TYPE_CHECKING:
     from core.harness.models import HookKind
 
 DEFAULT_NUMBER_PATTERN = r"\d+(?:[.,]\d+)?"
+
+
+def _check_regexes(patterns: list[str]) -> list[str]:
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
+    return patterns
 
 
 class _Params(BaseModel):
@@ -37,7 +48,8 @@ class ValidateToolArgsParams(_Params):
         try:
             Draft202012Validator.check_schema(value)
         except SchemaError as exc:
-            raise ValueError(f"invalid JSON Schema: {exc.message}") from None
+            where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+            raise ValueError(f"invalid JSON Schema at {where}: {exc.message}") from None
         return value
 
 
@@ -47,17 +59,18 @@ class ForbiddenClaimsParams(_Params):
     @field_validator("patterns")
     @classmethod
     def _check(cls, value: list[str]) -> list[str]:
-        for pattern in value:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
-        return value
+        return _check_regexes(value)
 
 
 class FactCheckParams(_Params):
     number_pattern: str = DEFAULT_NUMBER_PATTERN
     ignore_below: float = Field(default=0.0, description="Numbers below this are not checked.")
+
+    @field_validator("number_pattern")
+    @classmethod
+    def _check(cls, value: str) -> str:
+        _check_regexes([value])
+        return value
 
 
 class ReplyFormatParams(_Params):
@@ -65,6 +78,21 @@ class ReplyFormatParams(_Params):
     min_chars: int | None = Field(default=None, ge=0)
     forbid_markdown: bool = False
     forbid_patterns: list[str] = Field(default_factory=list)
+
+    @field_validator("forbid_patterns")
+    @classmethod
+    def _check(cls, value: list[str]) -> list[str]:
+        return _check_regexes(value)
+
+    @model_validator(mode="after")
+    def _check_range(self) -> ReplyFormatParams:
+        if (
+            self.max_chars is not None
+            and self.min_chars is not None
+            and self.min_chars > self.max_chars
+        ):
+            raise ValueError(f"min_chars ({self.min_chars}) exceeds max_chars ({self.max_chars})")
+        return self
 
 
 class PythonParams(_Params):
@@ -86,12 +114,29 @@ def params_model(kind: HookKind) -> type[_Params]:
 
 
 def check_hook_params(kind: HookKind, params: dict[str, Any]) -> None:
+    """Raise FieldValueError naming the offending key (``params.<key>``) of a hook's params."""
     try:
         params_model(kind).model_validate(params)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "params"
-        raise ValueError(f"params.{where}: {first['msg']}") from None
+        found = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"])
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                allowed = ", ".join(sorted(_param_names(kind))) or "none"
+                msg = f"unknown parameter for kind {kind.value} (allowed: {allowed})"
+            found.append((where, msg))
+        if len(found) == 1:
+            where, msg = found[0]
+            raise FieldValueError(f"params.{where}" if where else "params", msg) from None
+        raise FieldValueError(
+            "params", "; ".join(f"{w}: {m}" if w else m for w, m in found)
+        ) from None
+
+
+def _param_names(kind: HookKind) -> list[str]:
+    fields = params_model(kind).model_fields
+    return [info.alias or name for name, info in fields.items()]
 
 
 def parse_params(kind: HookKind, params: dict[str, Any]) -> Any:

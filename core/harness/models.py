@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from core.harness.errors import FieldValueError
+
 SKILL_NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -20,6 +22,9 @@ IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=True)
+
+
+RESERVED_SKILL_METADATA = frozenset({"kind", "enabled"})
 
 
 class SkillKind(StrEnum):
@@ -35,7 +40,17 @@ class Skill(_Model):
     body: str = Field(default="", description="Markdown loaded through the load_skill tool.")
     kind: SkillKind = SkillKind.REPLY
     enabled: bool = True
-    metadata: dict[str, str] = Field(default_factory=dict)
+    metadata: dict[str, str] = Field(
+        default_factory=dict,
+        description="Free-form string pairs kept in the front matter's metadata (besides kind).",
+    )
+    license: str | None = Field(default=None, description="agentskills.io `license` field.")
+    compatibility: str | None = Field(
+        default=None, description="agentskills.io `compatibility` field (environment needs)."
+    )
+    allowed_tools: str | None = Field(
+        default=None, description="agentskills.io `allowed-tools` field (space-separated)."
+    )
 
     @field_validator("name")
     @classmethod
@@ -54,6 +69,24 @@ class Skill(_Model):
             raise ValueError("skill description must not be empty")
         if len(value) > 1024:
             raise ValueError(f"skill description is {len(value)} characters; the limit is 1024")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _check_metadata(cls, value: dict[str, str]) -> dict[str, str]:
+        reserved = sorted(set(value) & RESERVED_SKILL_METADATA)
+        if reserved:
+            raise ValueError(
+                f"metadata key(s) {', '.join(reserved)} are reserved: use the skill's own "
+                "kind/enabled fields"
+            )
+        return value
+
+    @field_validator("compatibility")
+    @classmethod
+    def _check_compatibility(cls, value: str | None) -> str | None:
+        if value is not None and len(value) > 500:
+            raise ValueError(f"compatibility is {len(value)} characters; the limit is 500")
         return value
 
 
@@ -164,11 +197,14 @@ class Hook(_Model):
         allowed = HOOK_EVENTS_BY_KIND[self.kind]
         if self.event not in allowed:
             names = ", ".join(sorted(e.value for e in allowed))
-            raise ValueError(f"hook kind {self.kind.value} runs on {names}, not {self.event.value}")
+            raise FieldValueError(
+                "event",
+                f"hook kind {self.kind.value} runs on {names}, not on {self.event.value}",
+            )
         if self.kind is HookKind.PYTHON and not (self.source and self.source.strip()):
-            raise ValueError("a python hook needs its source code")
+            raise FieldValueError("source", "a python hook needs its source code")
         if self.kind is not HookKind.PYTHON and self.source is not None:
-            raise ValueError(f"hook kind {self.kind.value} takes no python source")
+            raise FieldValueError("source", f"hook kind {self.kind.value} takes no python source")
         from core.harness.hook_params import check_hook_params
 
         check_hook_params(self.kind, self.params)
@@ -217,11 +253,7 @@ class PromptPipeline(_Model):
 
     @model_validator(mode="after")
     def _check_sections(self) -> PromptPipeline:
-        seen: set[str] = set()
-        for section in self.sections:
-            if section.id in seen:
-                raise ValueError(f"duplicate prompt section id {section.id!r}")
-            seen.add(section.id)
+        _unique("section", [s.id for s in self.sections], "id")
         return self
 
 
@@ -280,7 +312,10 @@ class Harness(_Model):
         _unique("hook", [h.name for h in self.hooks])
         loader = self.settings.load_skill_tool
         if any(t.name == loader for t in self.tools):
-            raise ValueError(f"tool {loader!r} clashes with the built-in skill loader name")
+            raise FieldValueError(
+                "settings.load_skill_tool",
+                f"tool {loader!r} clashes with the built-in skill loader name",
+            )
         return self
 
     # Lookups used by the runtime, graders and transforms.
@@ -303,9 +338,18 @@ class Harness(_Model):
         return [h for h in self.hooks if h.enabled]
 
 
-def _unique(kind: str, names: list[str]) -> None:
-    seen: set[str] = set()
+def _unique(kind: str, names: list[str], what: str = "name") -> None:
+    """Names must be unique, also ignoring case: each one is a file name in the folder format,
+    and macOS and Windows file systems do not tell `Search.json` from `search.json`."""
+    seen: dict[str, str] = {}
     for name in names:
-        if name in seen:
-            raise ValueError(f"duplicate {kind} name {name!r}")
-        seen.add(name)
+        other = seen.get(name.casefold())
+        if other == name:
+            raise FieldValueError(f"{kind}s", f"duplicate {kind} {what} {name!r}")
+        if other is not None:
+            raise FieldValueError(
+                f"{kind}s",
+                f"{kind} {what}s {other!r} and {name!r} differ only in case; their files would "
+                "collide on case-insensitive file systems",
+            )
+        seen[name.casefold()] = name

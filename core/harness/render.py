@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from string import Template
 from typing import Any
 
+from core.harness.errors import HarnessError, Problem
 from core.harness.models import (
     Harness,
     PromptSection,
@@ -71,7 +72,13 @@ def tool_block(harness: Harness) -> str:
 
 
 def _section_body(harness: Harness, section: PromptSection, values: dict[str, str]) -> str:
-    intro = Template(section.template).substitute(values).strip()
+    try:
+        intro = Template(section.template).substitute(values).strip()
+    except KeyError as exc:
+        message = f"undefined variable ${{{exc.args[0]}}}"
+        raise HarnessError([Problem(f"prompt/{section.id}.md", "template", message)]) from None
+    except ValueError as exc:
+        raise HarnessError([Problem(f"prompt/{section.id}.md", "template", str(exc))]) from None
     if section.kind is SectionKind.SKILL_INDEX:
         generated = skill_index(harness)
     elif section.kind is SectionKind.TOOL_BLOCK:
@@ -83,10 +90,17 @@ def _section_body(harness: Harness, section: PromptSection, values: dict[str, st
 
 
 def _tag(title: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_") or "section"
+    """An XML element name for a section title (ASCII letters, digits, underscores)."""
+    tag = re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_") or "section"
+    return f"section_{tag}" if tag[0].isdigit() else tag
 
 
 def render_system_prompt(harness: Harness) -> str:
+    """The system prompt: every enabled section, in order, in the pipeline's style.
+
+    Raise HarnessError when a template names an undefined variable (import checks this, but a
+    harness built in code may skip import).
+    """
     values = variables(harness)
     parts = [
         (s.title, _section_body(harness, s, values)) for s in harness.prompt.sections if s.enabled
@@ -98,7 +112,15 @@ def render_system_prompt(harness: Harness) -> str:
         return "\n\n".join(f"<{_tag(t)}>\n{body}\n</{_tag(t)}>" for t, body in parts)
     if style is PromptStyle.PLAIN:
         return "\n\n".join(f"{title.upper()}:\n{body}" for title, body in parts)
-    return json.dumps(dict(parts), indent=2, ensure_ascii=False)
+    # JSON: an object keyed by title; repeated titles get " (2)", " (3)"... so none is lost
+    data: dict[str, str] = {}
+    for title, body in parts:
+        key, n = title, 1
+        while key in data:
+            n += 1
+            key = f"{title} ({n})"
+        data[key] = body
+    return json.dumps(data, indent=2, ensure_ascii=False)
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -128,6 +150,9 @@ def parse_tool_calls(output: str) -> ParsedOutput:
         except json.JSONDecodeError as exc:
             errors.append(f"tool call is not valid JSON ({exc.msg}): {raw[:200]}")
             continue
+        except (ValueError, RecursionError) as exc:  # huge integers, absurd nesting
+            errors.append(f"tool call is not usable JSON ({type(exc).__name__}): {raw[:200]}")
+            continue
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
             errors.append(f'tool call must be an object with a "name": {raw[:200]}')
             continue
@@ -135,7 +160,7 @@ def parse_tool_calls(output: str) -> ParsedOutput:
         if isinstance(args, str):
             try:
                 args = json.loads(args) if args.strip() else {}
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 errors.append(f"arguments of {data['name']!r} are not valid JSON")
                 continue
         if not isinstance(args, dict):
@@ -150,5 +175,11 @@ def parse_tool_calls(output: str) -> ParsedOutput:
 
 
 def format_tool_call(name: str, arguments: dict[str, Any]) -> str:
+    """The `<tool_call>` block for one call; `parse_tool_calls` reads it back exactly.
+
+    "</" inside strings is written as "<\\/" (a legal JSON escape), so an argument holding
+    "</tool_call>" cannot end the block early.
+    """
     payload = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+    payload = payload.replace("</", "<\\/")
     return f"<tool_call>{payload}</tool_call>"
