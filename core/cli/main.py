@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from core.cli import harness_cmd
+from core.cli import harness_cmd, sim_cmd
 
 app = typer.Typer(
     name="hat",
@@ -13,6 +13,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(harness_cmd.app, name="harness")
+app.add_typer(sim_cmd.app, name="sim")
 
 
 if __name__ == "__main__":
