@@ -143,7 +143,7 @@ def test_no_loader_without_skills() -> None:
     assert [s["function"]["name"] for s in tool_specs(harness)] == ["check_stock", "list_coupons"]
 
 
-def test_native_protocol_keeps_the_tool_section_intro_only() -> None:
+def test_native_protocol_leaves_out_an_empty_tool_section() -> None:
     harness = with_variable(small_harness())
     native = harness.model_copy(
         update={
@@ -151,7 +151,9 @@ def test_native_protocol_keeps_the_tool_section_intro_only() -> None:
         }
     )
     prompt = render_system_prompt(native)
-    assert "## Tools" in prompt and "check_stock" not in prompt and "<tool_call>" not in prompt
+    assert "check_stock" not in prompt and "<tool_call>" not in prompt
+    tools = next(s for s in harness.prompt.sections if s.kind is SectionKind.TOOL_BLOCK)
+    assert (f"## {tools.title}" in prompt) == bool(tools.template.strip())
 
 
 def test_demo_prompt_renders_every_tool_and_skill() -> None:

@@ -12,7 +12,8 @@ from core.harness.errors import FieldValueError
 if TYPE_CHECKING:
     from core.harness.models import HookKind
 
-DEFAULT_NUMBER_PATTERN = r"\d+(?:[.,]\d+)?"
+# Thousands groups first so "1,299,000" is one number, not "1,299" and "000".
+DEFAULT_NUMBER_PATTERN = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 
 
 def _check_regexes(patterns: list[str]) -> list[str]:

@@ -102,9 +102,12 @@ def render_system_prompt(harness: Harness) -> str:
     harness built in code may skip import).
     """
     values = variables(harness)
-    parts = [
+    # A section with nothing to say (e.g. the tool block under the native protocol, where the
+    # API carries the tools) is left out rather than rendered as an empty heading.
+    bodies = [
         (s.title, _section_body(harness, s, values)) for s in harness.prompt.sections if s.enabled
     ]
+    parts = [(title, body) for title, body in bodies if body]
     style = harness.prompt.style
     if style is PromptStyle.MARKDOWN:
         return "\n\n".join(f"## {title}\n\n{body}" for title, body in parts)
