@@ -8,10 +8,12 @@ still end in an accepted reply.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import random
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -491,6 +493,54 @@ def test_fault_spec_wins_and_counts_per_binding(catalog: Catalog) -> None:
     assert [c.fault for c in room.calls] == [None, None, FaultKind.EMPTY, None]
     room.reset()
     assert room.calls == [] and room.injector.calls("sim.check_stock") == 0
+
+
+def test_same_seed_same_faults_through_the_room(catalog: Catalog) -> None:
+    def log(seed: int) -> list[FaultKind | None]:
+        room = room_for(catalog, fault_rates=FaultRates.uniform(0.6), seed=seed)
+        for p in catalog.products[:20]:
+            for binding, args in (
+                ("sim.get_product_by_link", {"link_no": p.link_no}),
+                ("sim.check_stock", {"link_no": p.link_no}),
+            ):
+                with contextlib.suppress(ToolError):
+                    room.call(binding, args)
+        return [c.fault for c in room.calls]
+
+    assert log(11) == log(11)
+    assert log(11) != log(12)
+    assert all(c is None or c in FAULT_KINDS for c in log(11))
+
+
+@settings(max_examples=60)
+@given(data=st.data())
+def test_stock_and_coupons_agree_with_the_catalog(data: st.DataObject) -> None:
+    catalog = load_catalog()
+    p = data.draw(st.sampled_from(catalog.products))
+    size = data.draw(st.sampled_from(p.sizes))
+    color = data.draw(st.sampled_from(p.colors))
+    minute = data.draw(st.integers(0, 3 * 24 * 60))
+    clock = (parse_time(SHOW_START) + timedelta(minutes=minute - 24 * 60)).isoformat()
+    room = LiveRoom(catalog, RoomState(clock=clock))
+    stock = room.call("sim.check_stock", {"link_no": p.link_no, "size": size, "color": color})
+    assert stock["total_units"] == p.stock[size][color]
+    assert stock["in_stock"] is (p.stock[size][color] > 0)
+    whole = room.call("sim.check_stock", {"link_no": p.link_no})
+    assert whole["total_units"] == total_units(p) and len(whole["variants"]) == len(p.sizes) * len(
+        p.colors
+    )
+    coupons = room.call("sim.list_coupons", {"link_no": p.link_no})
+    valid = {c["code"] for c in coupons["coupons"]}
+    expired = {c["code"] for c in coupons["expired"]}
+    assert valid | expired == {c.code for c in p.coupons} and not valid & expired
+    assert valid == {c.code for c in p.coupons if coupon_valid(c, clock)}
+    best = coupons["best"]
+    if best is not None:
+        assert best["code"] in valid and best["price_after_coupon"] == round(
+            p.price - best["amount"], 2
+        )
+    else:
+        assert not any(coupon_valid(c, clock) and p.price >= c.threshold for c in p.coupons)
 
 
 def test_clock_parsing_accepts_naive_and_z() -> None:

@@ -156,6 +156,18 @@ def match_region(catalog: Catalog, region: str) -> str:
     )
 
 
+def canonical_region(catalog: Catalog, text: str) -> str | None:
+    """The catalog region a viewer's words mean ('NYC' -> 'New York'), None if unserved.
+
+    The same resolution `get_shipping_info` applies; graders can use it to accept any spelling
+    of the right region as a tool argument.
+    """
+    try:
+        return match_region(catalog, text)
+    except ToolError:
+        return None
+
+
 def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text.strip().casefold())
 
