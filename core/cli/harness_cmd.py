@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from core.cli.common import console, fail, open_store, print_problems
+from core.cli.common import console, open_store, print_problems
 from core.harness import Harness, HarnessError, export_folder, import_folder
 from core.harness.models import ToolProtocol
 from core.harness.render import render_system_prompt, tool_specs
