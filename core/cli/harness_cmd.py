@@ -150,5 +150,3 @@ def render(
     if harness.settings.tool_protocol is ToolProtocol.NATIVE:
         typer.echo("\n# tools (sent through the API)")
         typer.echo(json.dumps(tool_specs(harness), indent=2, ensure_ascii=False))
-
-
