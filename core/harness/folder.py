@@ -43,7 +43,7 @@ ORDER_KEYS = ("skills", "tools", "hooks")
 SKILL_FRONT_KEYS = ("name", "description", "license", "compatibility", "allowed-tools", "metadata")
 TOOL_KEYS = ("type", "function", "x-hat")
 TOOL_FUNCTION_KEYS = ("name", "description", "parameters")
-TOOL_EXT_KEYS = ("binding", "annotations", "enabled")
+TOOL_EXT_KEYS = ("binding", "annotations", "enabled", "binding_args")
 HOOK_KEYS = (
     "event",
     "kind",
@@ -158,6 +158,8 @@ def tool_text(tool: Tool) -> str:
         ext["annotations"] = tool.annotations
     if not tool.enabled:
         ext["enabled"] = False
+    if tool.binding_args:
+        ext["binding_args"] = tool.binding_args
     return dump_json({**tool.to_openai(), "x-hat": ext})
 
 
@@ -483,6 +485,7 @@ _TOOL_RENAME = {
     "binding": "x-hat.binding",
     "annotations": "x-hat.annotations",
     "enabled": "x-hat.enabled",
+    "binding_args": "x-hat.binding_args",
 }
 
 
@@ -530,6 +533,7 @@ def _read_tool(reader: _Reader, rel: str) -> Tool | None:
         "binding": ext.get("binding", fn.get("name")),
         "annotations": ext.get("annotations", {}),
         "enabled": ext.get("enabled", True),
+        "binding_args": ext.get("binding_args", {}),
     }
     rename = {**_TOOL_RENAME, **{k: f"{prefix}{k}" for k in TOOL_FUNCTION_KEYS}}
     tool = reader.build(Tool, fields, rel, rename=rename)

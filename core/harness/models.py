@@ -99,6 +99,13 @@ class Tool(_Model):
     binding: str = Field(description="Name of the implementation the runtime calls.")
     annotations: dict[str, Any] = Field(default_factory=dict)
     enabled: bool = True
+    binding_args: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Parameter name the model sees -> name the binding takes. Lets a harness rename a "
+            "parameter (an operator's edit, or HSA) while the implementation keeps its own."
+        ),
+    )
 
     @field_validator("name")
     @classmethod
@@ -106,6 +113,26 @@ class Tool(_Model):
         if not TOOL_NAME_RE.match(value):
             raise ValueError(f"tool name {value!r} must match ^[a-zA-Z0-9_-]{{1,64}}$")
         return value
+
+    @model_validator(mode="after")
+    def _check_binding_args(self) -> Tool:
+        props = self.parameters.get("properties", {})
+        for name in self.binding_args:
+            if name not in props:
+                raise ValueError(f"binding_args names {name!r}, which is not a parameter")
+        targets = list(self.binding_args.values())
+        if len(set(targets)) != len(targets):
+            raise ValueError("binding_args maps two parameters to the same binding argument")
+        return self
+
+    def binding_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """What the binding receives: schema defaults filled in for omitted parameters (the
+        schema's default is the tool's behaviour), then names translated by binding_args."""
+        filled = dict(arguments)
+        for name, schema in self.parameters.get("properties", {}).items():
+            if name not in filled and isinstance(schema, dict) and "default" in schema:
+                filled[name] = schema["default"]
+        return {self.binding_args.get(k, k): v for k, v in filled.items()}
 
     @field_validator("parameters")
     @classmethod

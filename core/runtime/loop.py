@@ -404,7 +404,7 @@ class _Request:
         try:
             result = await self.loop.bindings.call(
                 tool.binding,
-                copy.deepcopy(call.arguments),
+                tool.binding_arguments(copy.deepcopy(call.arguments)),
                 ctx,
                 timeout_s=self.loop.tool_timeout_s,
             )
