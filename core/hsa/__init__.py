@@ -1,0 +1,1 @@
+"""Harness-State Augmentation: task-preserving harness transforms with exact trajectory remaps."""

@@ -1,0 +1,1 @@
+"""HSA transforms: tool schemas."""
