@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from core.cli import harness_cmd, sim_cmd
+from core.cli import data_cmd, harness_cmd, sim_cmd
 
 app = typer.Typer(
     name="hat",
@@ -14,6 +14,7 @@ app = typer.Typer(
 )
 app.add_typer(harness_cmd.app, name="harness")
 app.add_typer(sim_cmd.app, name="sim")
+app.add_typer(data_cmd.app, name="data")
 
 
 if __name__ == "__main__":

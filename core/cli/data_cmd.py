@@ -1,0 +1,180 @@
+"""`hat data …`: build training data. `generate` runs a teacher over simulator tasks.
+
+    hat data generate --teacher oracle --tasks train --out data/sft.jsonl
+    hat data generate --teacher-url http://localhost:8000/v1 --teacher-model Qwen/Qwen3-32B \\
+        --tasks train --variants 3 --out data/sft.jsonl
+
+Interrupted runs resume: run the same command again (see core/datagen/generate.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from core.cli.common import console, fail, open_store, print_problems
+from core.harness import Harness, HarnessError, import_folder
+from core.sim.models import Split, Task
+
+app = typer.Typer(help="Build training data from the simulator.", no_args_is_help=True)
+
+SPLIT_NAMES = ("train", "dev", "test")
+
+
+def _tasks(source: str, seed: int, per_category: int | None) -> list[Task]:
+    from core.sim.tasks import SUITES, generate_tasks, load_suite, read_tasks
+
+    if source in SPLIT_NAMES:
+        return list(generate_tasks(Split(source), seed=seed, per_category=per_category))
+    if source in SUITES:
+        return list(load_suite(source))
+    path = Path(source)
+    if not path.is_file():
+        splits, suites = ", ".join(SPLIT_NAMES), ", ".join(SUITES)
+        fail(f"--tasks {source!r} is not a split ({splits}), a suite ({suites}) or a JSONL file")
+    try:
+        return list(read_tasks(path))
+    except ValueError as exc:
+        fail(str(exc))
+
+
+def _harness(path: Path | None, version: str | None) -> tuple[Harness, str | None]:
+    if version is not None:
+        with open_store() as store:
+            info = store.info(version)
+            return store.load(version), info.id
+    if path is None:
+        from core.harness.demo import load_demo_harness
+
+        return load_demo_harness(), None
+    try:
+        return import_folder(path), None
+    except HarnessError as exc:
+        print_problems(exc, path)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def generate(
+    out: Annotated[Path, typer.Option("--out", "-o", help="JSONL file to append rows to.")],
+    tasks: Annotated[
+        str, typer.Option("--tasks", help="train | dev | test | ls-qa | robustness | a JSONL file.")
+    ] = "train",
+    teacher: Annotated[
+        str | None,
+        typer.Option("--teacher", help="oracle, or openai (the default when a URL is given)."),
+    ] = None,
+    teacher_url: Annotated[
+        str | None, typer.Option("--teacher-url", help="OpenAI-compatible base URL (…/v1).")
+    ] = None,
+    teacher_model: Annotated[
+        str | None, typer.Option("--teacher-model", help="Model name on that server.")
+    ] = None,
+    api_key_env: Annotated[
+        str, typer.Option("--api-key-env", help="Environment variable holding the API key.")
+    ] = "OPENAI_API_KEY",
+    temperature: Annotated[float, typer.Option("--temperature")] = 0.0,
+    variants: Annotated[
+        int, typer.Option("--variants", "-k", min=0, help="Sampled harness variants per task.")
+    ] = 0,
+    sampler: Annotated[
+        str, typer.Option("--sampler", help="Variant sampler (identity until HSA lands).")
+    ] = "identity",
+    harness: Annotated[
+        Path | None, typer.Option("--harness", help="Harness folder (default: the demo).")
+    ] = None,
+    harness_version: Annotated[
+        str | None, typer.Option("--harness-version", help="A stored version or label instead.")
+    ] = None,
+    per_category: Annotated[
+        int | None, typer.Option("--per-category", min=1, help="Tasks per category (splits).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Stop after N jobs.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Task and variant seed.")] = 0,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1)] = 4,
+    keep_whole: Annotated[
+        float,
+        typer.Option("--keep-whole", min=0.0, max=1.0, help="Hook-retry rows kept unpruned."),
+    ] = 0.1,
+    min_effectiveness: Annotated[float, typer.Option("--min-effectiveness")] = 0.5,
+    rejects: Annotated[
+        Path | None, typer.Option("--rejects", help="Rejected jobs (default <out>.rejects.jsonl).")
+    ] = None,
+    retry_rejects: Annotated[
+        bool, typer.Option("--retry-rejects", help="Run previously rejected jobs again.")
+    ] = False,
+    job_timeout: Annotated[float, typer.Option("--job-timeout", help="Seconds per job.")] = 600.0,
+) -> None:
+    """Run a teacher on every task under the original and K harness variants; keep the good
+    trajectories (accuracy 1, effectiveness >= 0.5) as JSONL rows with provenance."""
+    import os
+
+    from core.datagen import (
+        GenerateConfig,
+        GenerateSummary,
+        OpenAITeacher,
+        Teacher,
+        generate,
+        get_sampler,
+    )
+    from core.sim.catalog import load_catalog
+
+    kind = teacher or ("openai" if teacher_url else None)
+    if kind is None:
+        fail("give --teacher-url URL --teacher-model NAME, or --teacher oracle")
+    if kind not in ("oracle", "openai"):
+        fail(f"unknown teacher {kind!r}: use oracle or openai")
+    if kind == "openai" and (not teacher_url or not teacher_model):
+        fail("a remote teacher needs --teacher-url and --teacher-model")
+    try:
+        variant_sampler = get_sampler(sampler)
+    except ValueError as exc:
+        fail(str(exc))
+    base, version_id = _harness(harness, harness_version)
+    catalog = load_catalog()
+    task_list = _tasks(tasks, seed, per_category)
+    remote: OpenAITeacher | None = None
+    if kind == "oracle":
+        chosen = Teacher.oracle(catalog)
+    else:
+        assert teacher_url is not None and teacher_model is not None
+        remote = OpenAITeacher(
+            teacher_url, teacher_model, api_key=os.environ.get(api_key_env), temperature=temperature
+        )
+        chosen = Teacher.shared(remote.spec, remote)
+    config = GenerateConfig(
+        out=out,
+        variants=variants,
+        rejects=rejects,
+        job_seed=seed,
+        concurrency=concurrency,
+        keep_whole_fraction=keep_whole,
+        min_effectiveness=min_effectiveness,
+        retry_rejects=retry_rejects,
+        job_timeout_s=job_timeout,
+        limit=limit,
+        harness_version=version_id or harness_version,
+        sampler=variant_sampler,
+        sampler_name=sampler,
+    )
+
+    async def run() -> GenerateSummary:
+        try:
+            return await generate(task_list, base, catalog, chosen, config)
+        finally:
+            if remote is not None:
+                await remote.close()
+
+    summary = asyncio.run(run())
+    data = summary.to_dict()
+    console.print(
+        f"wrote {data['written']} rows to {out} ({data['rejected']} rejected, "
+        f"{data['skipped']} already done) in {data['elapsed_s']:.1f} s "
+        f"({data['rows_per_s']:.0f} rows/s)"
+    )
+    if data["reasons"]:
+        console.print("rejected: " + json.dumps(data["reasons"]))

@@ -1,0 +1,410 @@
+"""Teacher data generation: run, grade, filter, prune and write SFT rows (HSA-SFT, stage 1).
+
+    summary = await generate(tasks, harness, catalog, teacher, GenerateConfig(out=path))
+
+For every task and every harness variant (the original, index 0, plus `variants` sampled ones,
+see variants.py) one *job* runs the real agent loop with the teacher in a fresh `LiveRoom`
+(the task's faults injected, its distractor tools added), grades the trace
+(core/sim/graders.py) and writes one JSONL line:
+
+- **kept** (accuracy == 1 and effectiveness >= `min_effectiveness`, default 0.5) -> `out`;
+  hook-retry trajectories are pruned to the final correct behaviour (rows.py) except a seeded
+  fraction `keep_whole_fraction` (default 10 %) kept whole;
+- **rejected** -> `rejects` (default `<out>.rejects.jsonl`) with the reasons: the trace status
+  and its reason (model_error for HTTP failures, max_turns for endless tool loops,
+  retry_budget_exhausted...) and every failing grader's reasons. A teacher that crashes, hangs
+  past `job_timeout_s` or writes garbage is a rejected row, never a crashed job.
+
+Row (one JSON object per line, keys sorted):
+
+    {"key": "<task id>#v<k>", "task_id", "split", "category", "template_id",
+     "provenance": {"harness": name, "harness_version": id | null,
+                    "variant": {"index", "seed", "sampler", "mapping"?},
+                    "teacher": {"kind", "model"?, "url"?, "temperature"?},
+                    "job_seed": int, "generator": "hat-datagen/1"},
+     "grades": Grades (scores and reasons per grader),
+     "status": "ok", "hook_retry": bool, "kept_whole": bool, "pruned_turns": int,
+     "messages": OpenAI chat messages (system prompt, viewer message, assistant turns, tool
+                 results as the harness's protocol renders them, final reply),
+     "tools": OpenAI tool list of the variant (skill loader first),
+     "tool_protocol": "prompt" | "native",
+     "trajectory": Trajectory (the assistant turns alone)}
+
+**Resume.** Output files are append-only and flushed after every row. On start, the keys
+already in `out` (and in `rejects`, unless `retry_rejects`) are skipped, and a torn last line
+(the job was killed mid-write) is cut off first. Re-running an interrupted command therefore
+finishes the job without duplicates.
+
+**Concurrency.** `concurrency` asyncio workers share one event loop; rows are written in
+completion order (use 1 for a byte-reproducible file). The oracle and the simulator are pure
+CPU work, so concurrency only helps remote teachers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from core.datagen.rows import is_hook_retry, keep_whole, prune
+from core.datagen.teacher import ORACLE, TeacherSpec
+from core.datagen.variants import HarnessVariant, VariantSampler, variants_for
+from core.harness.models import Harness
+from core.harness.render import tool_specs
+from core.runtime.client import ChatClient
+from core.runtime.loop import AgentLoop
+from core.runtime.trace import Trace
+from core.sim.graders import Grades, grade
+from core.sim.models import Catalog, Task
+from core.sim.oracle import OracleClient, room_bindings, task_harness
+from core.sim.room import LiveRoom
+from core.sim.surface import HarnessSurface
+
+GENERATOR = "hat-datagen/1"
+
+ClientFactory = Callable[[Task, HarnessVariant, Harness], ChatClient]
+"""Builds the teacher's client for one job: (task, variant, the job's harness)."""
+
+
+@dataclass
+class Teacher:
+    """A teacher: what rows record (`spec`) and how a job gets its client."""
+
+    spec: TeacherSpec
+    client_for: ClientFactory
+
+    @classmethod
+    def oracle(cls, catalog: Catalog) -> Teacher:
+        def make(task: Task, variant: HarnessVariant, harness: Harness) -> ChatClient:
+            return OracleClient(
+                task,
+                harness,
+                catalog,
+                skill_roles=variant.skill_roles,
+                param_names=variant.param_names,
+                param_values=variant.param_values,
+            )
+
+        return cls(ORACLE, make)
+
+    @classmethod
+    def shared(cls, spec: TeacherSpec, client: ChatClient) -> Teacher:
+        """One client for every job (a remote model: the client is stateless per call)."""
+        return cls(spec, lambda task, variant, harness: client)
+
+
+@dataclass
+class GenerateConfig:
+    out: Path
+    variants: int = 0
+    """Sampled harness variants per task, besides the original."""
+    rejects: Path | None = None
+    """Where rejected jobs go; default `<out>.rejects.jsonl`."""
+    job_seed: int = 0
+    concurrency: int = 4
+    keep_whole_fraction: float = 0.1
+    min_effectiveness: float = 0.5
+    retry_rejects: bool = False
+    """Resume: run again the jobs that were rejected before."""
+    job_timeout_s: float = 600.0
+    limit: int | None = None
+    """Stop after this many jobs have run (kept or rejected) in this call."""
+    harness_version: str | None = None
+    sampler: VariantSampler | None = None
+    sampler_name: str | None = None
+
+    @property
+    def rejects_path(self) -> Path:
+        return self.rejects or self.out.with_name(self.out.name + ".rejects.jsonl")
+
+
+@dataclass
+class GenerateSummary:
+    written: int = 0
+    rejected: int = 0
+    skipped: int = 0
+    """Jobs already done in an earlier run (resume)."""
+    jobs: int = 0
+    """Jobs run in this call."""
+    elapsed_s: float = 0.0
+    hook_retry: int = 0
+    kept_whole: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    """Rejections by their first reason's kind."""
+
+    @property
+    def rows_per_s(self) -> float:
+        return self.written / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "written": self.written,
+            "rejected": self.rejected,
+            "skipped": self.skipped,
+            "jobs": self.jobs,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "rows_per_s": round(self.rows_per_s, 1),
+            "hook_retry": self.hook_retry,
+            "kept_whole": self.kept_whole,
+            "reasons": dict(self.reasons.most_common()),
+        }
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def job_key(task_id: str, variant_index: int) -> str:
+    return f"{task_id}#v{variant_index}"
+
+
+def _repair_tail(path: Path) -> None:
+    """Cut a torn last line (no trailing newline) left by an interrupted write."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as handle:
+        handle.seek(-1, 2)
+        if handle.read(1) == b"\n":
+            return
+        data = path.read_bytes()
+        cut = data.rfind(b"\n") + 1
+        handle.seek(cut)
+        handle.truncate()
+
+
+def done_keys(path: Path) -> set[str]:
+    """Keys of the complete rows in a JSONL file (a torn last line is ignored)."""
+    keys: set[str] = set()
+    if not path.exists():
+        return keys
+    with path.open("r", encoding="utf-8") as handle:
+        for line in handle:
+            if not line.endswith("\n"):
+                break
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            key = data.get("key") if isinstance(data, dict) else None
+            if isinstance(key, str):
+                keys.add(key)
+    return keys
+
+
+def _dump_line(row: dict[str, Any]) -> str:
+    return json.dumps(row, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
+
+
+# ----------------------------------------------------------------------------- one job
+
+
+@dataclass
+class JobResult:
+    key: str
+    kept: bool
+    row: dict[str, Any]
+    hook_retry: bool = False
+    kept_whole: bool = False
+    reason_kind: str | None = None
+
+
+async def run_job(
+    task: Task,
+    variant: HarnessVariant,
+    catalog: Catalog,
+    teacher: Teacher,
+    config: GenerateConfig,
+    *,
+    harness_name: str,
+) -> JobResult:
+    """Run, grade and turn into a row one (task, variant) job. Never raises."""
+    key = job_key(task.id, variant.index)
+    base = {
+        "key": key,
+        "task_id": task.id,
+        "split": task.split.value,
+        "category": task.category.value,
+        "template_id": task.template_id,
+        "provenance": {
+            "harness": harness_name,
+            "harness_version": config.harness_version,
+            "variant": variant.provenance(),
+            "teacher": teacher.spec.to_dict(),
+            "job_seed": config.job_seed,
+            "generator": GENERATOR,
+        },
+    }
+    try:
+        harness = task_harness(task, variant.harness)
+        surface = HarnessSurface(
+            harness, variant.skill_roles, variant.param_names, variant.param_values
+        )
+        client = teacher.client_for(task, variant, harness)
+        room = LiveRoom.for_task(task, catalog)
+        loop = AgentLoop(harness, client, room_bindings(room, surface))
+        trace = await asyncio.wait_for(
+            loop.run(task.viewer_message, request_id=key), config.job_timeout_s
+        )
+        grades = grade(task, trace, harness, catalog, surface=surface)
+    except TimeoutError:
+        reason = f"the job took longer than {config.job_timeout_s:g} s"
+        return _rejected(base, "timeout", [reason])
+    except Exception as exc:  # a teacher or harness bug must not end the whole job
+        return _rejected(base, "crash", [f"{type(exc).__name__}: {exc}"])
+    if not _keep(trace, grades, config):
+        kind, reasons = _rejection(trace, grades, config)
+        rejected = _rejected(base, kind, reasons)
+        rejected.row["grades"] = grades.model_dump(mode="json")
+        rejected.row["trajectory"] = trace.trajectory.model_dump(mode="json")
+        return rejected
+    retry = is_hook_retry(trace)
+    whole = retry and keep_whole(config.job_seed, key, config.keep_whole_fraction)
+    if retry and not whole:
+        pruned = prune(trace)
+        messages, turns, removed = pruned.messages, pruned.turns, pruned.removed
+    else:
+        messages, turns, removed = trace.messages, trace.trajectory.turns, 0
+    trajectory = trace.trajectory.model_copy(update={"turns": list(turns)})
+    row = {
+        **base,
+        "grades": grades.model_dump(mode="json"),
+        "status": trace.status.value,
+        "hook_retry": retry,
+        "kept_whole": whole,
+        "pruned_turns": removed,
+        "messages": messages,
+        "tools": tool_specs(harness),
+        "tool_protocol": harness.settings.tool_protocol.value,
+        "trajectory": trajectory.model_dump(mode="json"),
+    }
+    return JobResult(key, True, row, retry, whole)
+
+
+def _keep(trace: Trace, grades: Grades, config: GenerateConfig) -> bool:
+    return (
+        trace.ok
+        and grades.accuracy.score == 1
+        and grades.effectiveness.score >= config.min_effectiveness
+    )
+
+
+def _rejection(trace: Trace, grades: Grades, config: GenerateConfig) -> tuple[str, list[str]]:
+    if not trace.ok:
+        return trace.status.value, [f"{trace.status.value}: {trace.reason or ''}".strip()]
+    reasons: list[str] = []
+    kind = "graded"
+    if grades.accuracy.score < 1:
+        kind = "accuracy"
+        reasons += [f"accuracy: {r}" for r in grades.accuracy.reasons]
+    if grades.effectiveness.score < config.min_effectiveness:
+        kind = "effectiveness" if kind == "graded" else kind
+        reasons += [f"effectiveness: {r}" for r in grades.effectiveness.reasons]
+    return kind, reasons
+
+
+def _rejected(base: dict[str, Any], kind: str, reasons: list[str]) -> JobResult:
+    row = {**base, "rejected": kind, "reasons": reasons}
+    return JobResult(str(base["key"]), False, row, reason_kind=kind)
+
+
+# ----------------------------------------------------------------------------- the job
+
+
+def _jobs(
+    tasks: Iterable[Task], harness: Harness, config: GenerateConfig, skip: set[str]
+) -> Iterator[tuple[Task, HarnessVariant]]:
+    for task in tasks:
+        if all(job_key(task.id, i) in skip for i in range(config.variants + 1)):
+            continue
+        variants = variants_for(
+            harness,
+            task.id,
+            config.variants,
+            job_seed=config.job_seed,
+            sampler=config.sampler,
+            sampler_name=config.sampler_name,
+        )
+        for variant in variants:
+            if job_key(task.id, variant.index) not in skip:
+                yield task, variant
+
+
+async def generate(
+    tasks: Iterable[Task],
+    harness: Harness,
+    catalog: Catalog,
+    teacher: Teacher,
+    config: GenerateConfig,
+    *,
+    on_result: Callable[[JobResult], None] | None = None,
+) -> GenerateSummary:
+    """Run every (task, variant) job not already done and append the rows (module doc)."""
+    if config.concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    if not 0 <= config.keep_whole_fraction <= 1:
+        raise ValueError("keep_whole_fraction must be between 0 and 1")
+    started = time.monotonic()
+    summary = GenerateSummary()
+    out, rejects = config.out, config.rejects_path
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rejects.parent.mkdir(parents=True, exist_ok=True)
+    _repair_tail(out)
+    _repair_tail(rejects)
+    skip = done_keys(out) | (set() if config.retry_rejects else done_keys(rejects))
+    task_list = list(tasks)
+    summary.skipped = sum(
+        job_key(t.id, i) in skip for t in task_list for i in range(config.variants + 1)
+    )
+    jobs = _jobs(task_list, harness, config, skip)
+    budget = config.limit
+    with out.open("a", encoding="utf-8") as out_file, rejects.open("a", encoding="utf-8") as rej:
+
+        def write(result: JobResult) -> None:
+            handle: IO[str] = out_file if result.kept else rej
+            handle.write(_dump_line(result.row))
+            handle.flush()
+            summary.jobs += 1
+            if result.kept:
+                summary.written += 1
+                summary.hook_retry += result.hook_retry
+                summary.kept_whole += result.kept_whole
+            else:
+                summary.rejected += 1
+                summary.reasons[result.reason_kind or "rejected"] += 1
+            if on_result is not None:
+                on_result(result)
+
+        def next_job() -> tuple[Task, HarnessVariant] | None:
+            nonlocal budget
+            if budget is not None:
+                if budget <= 0:
+                    return None
+                budget -= 1
+            return next(jobs, None)
+
+        async def worker() -> None:
+            while True:
+                job = next_job()
+                if job is None:
+                    return
+                task, variant = job
+                result = await run_job(
+                    task, variant, catalog, teacher, config, harness_name=harness.name
+                )
+                write(result)
+
+        workers = [asyncio.ensure_future(worker()) for _ in range(config.concurrency)]
+        try:
+            finished_set, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+            for finished in finished_set:
+                finished.result()  # re-raise the first failure (e.g. an on_result callback)
+        finally:
+            for pending in workers:
+                pending.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+    summary.elapsed_s = time.monotonic() - started
+    return summary

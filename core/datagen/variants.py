@@ -1,0 +1,107 @@
+"""Harness variants for data generation: the hook point for Harness-State Augmentation (HSA).
+
+A job runs each task under the original harness (variant 0) and `K` sampled variants. A
+`VariantSampler` is `sampler(harness, seed) -> HarnessVariant`: the variant harness plus what
+the oracle and graders need to read it (`skill_roles`, `param_names`, `param_values`, see
+core/sim/surface.py) and the transform's JSON-able `mapping`, stored with each row.
+
+Variant seeds are derived from (job seed, task id, variant index) by `variant_seed`, so a task
+gets the same variants in every run and a resumed job regenerates exactly what is missing.
+
+Until the HSA issue lands, the only sampler is `identity`: it returns the original harness and
+records the seed, so `--variants K` writes K extra rows per task that differ from the
+original only in their provenance. HSA registers its sampler with `register_sampler("hsa", fn)`
+(and should then be the default).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.harness.models import Harness
+
+
+@dataclass(frozen=True)
+class HarnessVariant:
+    harness: Harness
+    index: int = 0
+    """0: the original harness; 1..K: sampled variants."""
+    seed: int | None = None
+    sampler: str = "original"
+    skill_roles: dict[str, str] = field(default_factory=dict)
+    param_names: dict[str, dict[str, str]] = field(default_factory=dict)
+    param_values: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    mapping: dict[str, Any] = field(default_factory=dict)
+    """The transform's own record (JSON-able), kept as provenance."""
+
+    def provenance(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"index": self.index, "seed": self.seed, "sampler": self.sampler}
+        if self.mapping:
+            out["mapping"] = self.mapping
+        return out
+
+
+VariantSampler = Callable[[Harness, int], HarnessVariant]
+
+
+def identity_sampler(harness: Harness, seed: int) -> HarnessVariant:
+    """Placeholder until HSA: the original harness, labelled with the seed it was asked for."""
+    return HarnessVariant(harness=harness, seed=seed, sampler="identity")
+
+
+SAMPLERS: dict[str, VariantSampler] = {"identity": identity_sampler}
+
+
+def register_sampler(name: str, sampler: VariantSampler) -> None:
+    SAMPLERS[name] = sampler
+
+
+def get_sampler(name: str) -> VariantSampler:
+    try:
+        return SAMPLERS[name]
+    except KeyError:
+        known = ", ".join(sorted(SAMPLERS))
+        raise ValueError(f"unknown variant sampler {name!r}; known: {known}") from None
+
+
+def variant_seed(job_seed: int, task_id: str, index: int) -> int:
+    """A stable 31-bit seed for variant `index` of `task_id` in a job seeded `job_seed`."""
+    digest = hashlib.sha256(f"{job_seed}:{task_id}:{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def variants_for(
+    harness: Harness,
+    task_id: str,
+    count: int,
+    *,
+    job_seed: int = 0,
+    sampler: VariantSampler | None = None,
+    sampler_name: str | None = None,
+) -> list[HarnessVariant]:
+    """The original (index 0) and `count` sampled variants of `harness` for one task."""
+    pick = sampler or identity_sampler
+    out = [HarnessVariant(harness=harness)]
+    for index in range(1, count + 1):
+        seed = variant_seed(job_seed, task_id, index)
+        variant = pick(harness, seed)
+        label = sampler_name or variant.sampler
+        out.append(
+            HarnessVariant(
+                harness=variant.harness,
+                index=index,
+                seed=seed,
+                sampler=label,
+                skill_roles=dict(variant.skill_roles),
+                param_names={k: dict(v) for k, v in variant.param_names.items()},
+                param_values={
+                    b: {p: dict(vals) for p, vals in m.items()}
+                    for b, m in variant.param_values.items()
+                },
+                mapping=dict(variant.mapping),
+            )
+        )
+    return out

@@ -1,0 +1,187 @@
+"""Optional LLM judge for effectiveness, over an OpenAI-compatible endpoint. Off by default.
+
+The deterministic graders (graders.py) are the reference: they are fast, free and reproducible.
+A judge model can replace their effectiveness verdict where phrasing varies more than the
+regexes allow (a teacher model's free wording, a new harness's style). It asks the model
+`samples` times (default 3) for `{"score": 0 | 0.5 | 1, "reason": "..."}` and takes the
+majority (with three different votes: the median). Votes that fail (HTTP error, no JSON, a
+score outside the scale) are dropped and recorded; when none succeeds the result is None and
+the caller keeps the deterministic grade.
+
+    judge = LLMJudge("http://localhost:8000/v1", "Qwen/Qwen3-32B")
+    grades = await grade_with_judge(task, trace, harness, catalog, judge)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.harness.models import Harness
+from core.runtime.trace import Trace
+from core.sim.graders import GraderResult, Grades, grade
+from core.sim.models import Catalog, Intent, Task
+
+SCALE = (0.0, 0.5, 1.0)
+
+SYSTEM = (
+    "You grade replies of the digital host of a live-stream shopping room. Judge only whether "
+    "the reply answers what the viewer asked: every part of a multi-part question, or an honest "
+    "question back when the message lacks something, or an honest refusal of a false promise. "
+    "Do not judge style or factual accuracy. Score 1 if everything asked is answered, 0.5 if "
+    'some of it is, 0 if none. Answer with JSON only: {"score": <0|0.5|1>, "reason": "<short>"}'
+)
+
+
+def describe_intent(intent: Intent) -> str:
+    parts = [intent.kind.value.replace("_", " ")]
+    for key in ("link_no", "size", "color", "region", "topic", "spec_key", "claim"):
+        value = getattr(intent, key)
+        if value is not None:
+            parts.append(f"{key}={value}")
+    if intent.link_nos:
+        parts.append(f"link_nos={intent.link_nos}")
+    if intent.link_no is None and intent.kind.value not in ("chit_chat", "comparison"):
+        parts.append("product=the pinned one")
+    return ", ".join(parts)
+
+
+def judge_prompt(task: Task, reply: str) -> list[dict[str, str]]:
+    asks = "\n".join(f"- {describe_intent(i)}" for i in task.intents)
+    user = (
+        f"Viewer message: {task.viewer_message}\n"
+        f"What the viewer wants:\n{asks}\n"
+        f"Host reply: {reply}\n"
+        "Grade the reply."
+    )
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+_JSON = re.compile(r"\{.*?\}", re.DOTALL)
+
+
+def parse_vote(text: str) -> tuple[float, str] | None:
+    """(score, reason) from a judge's answer, or None when it is not on the scale."""
+    for match in _JSON.finditer(text or ""):
+        try:
+            data = json.loads(match.group(0))
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        score = data.get("score")
+        if isinstance(score, bool) or not isinstance(score, int | float):
+            continue
+        if float(score) in SCALE:
+            return float(score), str(data.get("reason", ""))
+    return None
+
+
+def majority(votes: list[float]) -> float:
+    counts = Counter(votes).most_common()
+    if len(counts) > 1 and counts[0][1] == counts[1][1]:
+        return sorted(votes)[len(votes) // 2]
+    return counts[0][0]
+
+
+@dataclass
+class JudgeResult:
+    score: float
+    votes: list[float] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+class LLMJudge:
+    """Majority-of-`samples` effectiveness judge (see the module doc)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        samples: int = 3,
+        temperature: float = 0.7,
+        timeout_s: float = 60.0,
+        max_retries: int = 1,
+    ) -> None:
+        from openai import AsyncOpenAI
+
+        if samples < 1:
+            raise ValueError("samples must be at least 1")
+        self.model = model
+        self.samples = samples
+        self.temperature = temperature
+        self._client = AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+            timeout=timeout_s,
+            max_retries=max_retries,
+        )
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def _vote(self, messages: list[dict[str, str]]) -> tuple[float, str]:
+        import openai
+
+        try:
+            response: Any = await self._client.chat.completions.create(
+                model=self.model,
+                messages=messages,  # type: ignore[arg-type]
+                temperature=self.temperature,
+                max_tokens=200,
+            )
+            text = response.choices[0].message.content or ""
+        except (openai.OpenAIError, IndexError, AttributeError) as exc:
+            raise ValueError(f"{type(exc).__name__}: {exc}") from exc
+        vote = parse_vote(text)
+        if vote is None:
+            raise ValueError(f"no score on the scale in {text[:120]!r}")
+        return vote
+
+    async def effectiveness(self, task: Task, reply: str) -> JudgeResult | None:
+        """The majority vote, or None when every vote failed."""
+        messages = judge_prompt(task, reply)
+        result = JudgeResult(score=0.0)
+        for _ in range(self.samples):
+            try:
+                score, reason = await self._vote(messages)
+            except ValueError as exc:
+                result.errors.append(str(exc))
+                continue
+            result.votes.append(score)
+            result.reasons.append(reason)
+        if not result.votes:
+            return None
+        result.score = majority(result.votes)
+        return result
+
+
+async def grade_with_judge(
+    task: Task,
+    trace: Trace,
+    harness: Harness,
+    catalog: Catalog,
+    judge: LLMJudge,
+    **kwargs: Any,
+) -> Grades:
+    """`grade`, with effectiveness from the judge when it answers (the deterministic reasons are
+    kept after the judge's). No final reply: effectiveness stays 0 without asking."""
+    grades = grade(task, trace, harness, catalog, **kwargs)
+    if not trace.ok or not trace.final_reply:
+        return grades
+    verdict = await judge.effectiveness(task, trace.final_reply)
+    if verdict is None:
+        return grades
+    reasons = [f"judge votes {verdict.votes}: " + " | ".join(verdict.reasons)]
+    reasons += [
+        f"deterministic ({grades.effectiveness.score}): {r}" for r in grades.effectiveness.reasons
+    ]
+    judged = GraderResult(score=verdict.score, reasons=reasons)
+    return grades.model_copy(update={"effectiveness": judged})
