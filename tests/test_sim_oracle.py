@@ -171,6 +171,24 @@ def test_surface_resolves_a_renamed_harness(demo: Harness) -> None:
     assert canonical == {"topic": "return", "link_no": 3}
 
 
+def test_surface_from_rename_functions(demo: Harness) -> None:
+    """What an HSA MappingChain gives (.skill(old), .param(old tool, old param)) is enough."""
+    h, mapping = renamed(demo)
+    skills = {"product-qa": "answer-product", "coupon-push": "deal-finder"}
+    surface = HarnessSurface.from_original(
+        h, demo, skill_name=lambda n: skills.get(n, n), param_name=lambda t, p: PARAMS.get(p, p)
+    )
+    assert surface.param_names == mapping["param_names"]
+    assert surface.skill_name("coupon-push") == "deal-finder"
+    assert surface.skill_name("product-qa") == "answer-product"
+    assert surface.skill_name("size-advice") == "size-advice"
+    again = HarnessSurface.from_original(
+        h, surface, skill_name=lambda n: n, param_name=lambda t, p: p
+    )
+    assert again.param_names == surface.param_names
+    assert again.skill_name("coupon-push") == "deal-finder"
+
+
 def test_oracle_follows_a_renamed_harness(demo: Harness, catalog: Catalog) -> None:
     """A sample of every category: the trajectory uses the new names and grades in full."""
     h, mapping = renamed(demo)

@@ -31,7 +31,7 @@ mapping: the oracle passes every argument that matters explicitly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,6 +114,36 @@ class HarnessSurface:
             b: {p: {_key(cur): can for can, cur in vals.items()} for p, vals in m.items()}
             for b, m in self.param_values.items()
         }
+
+    @classmethod
+    def from_original(
+        cls,
+        harness: Harness,
+        original: Harness | HarnessSurface,
+        *,
+        skill_name: Callable[[str], str],
+        param_name: Callable[[str, str], str],
+    ) -> HarnessSurface:
+        """The surface of `harness`, a variant of `original`, from rename functions keyed by
+        the original's names: `skill_name(old skill) -> new skill`, `param_name(old tool,
+        old param) -> new param` (an HSA `MappingChain`'s `.skill` and `.param` fit as they
+        are). Pass `original` as a HarnessSurface when it is itself a renamed harness."""
+        base = original if isinstance(original, HarnessSurface) else cls(original)
+        roles = {}
+        for role in ROLES:
+            old = base.skill_name(role)
+            if old is not None:
+                roles[role] = skill_name(old)
+        names: dict[str, dict[str, str]] = {}
+        for binding, tool in base._tools.items():
+            props = tool.parameters.get("properties", {})
+            inverse = base._inverse_names.get(binding, {})
+            renamed = {inverse.get(p, p): param_name(tool.name, p) for p in props}
+            renamed = {c: n for c, n in renamed.items() if c != n}
+            if renamed:
+                names[binding] = renamed
+        values = {b: {p: dict(v) for p, v in m.items()} for b, m in base.param_values.items()}
+        return cls(harness, roles, names, values)
 
     def _find_skill(self, role: str, active: dict[str, Skill]) -> Skill | None:
         mapped = self.skill_roles.get(role)
