@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -43,14 +45,9 @@ class ValidateToolArgsParams(_Params):
     @field_validator("schema_")
     @classmethod
     def _check(cls, value: dict[str, Any]) -> dict[str, Any]:
-        from jsonschema import Draft202012Validator
-        from jsonschema.exceptions import SchemaError
+        from core.harness.schema import check_json_schema
 
-        try:
-            Draft202012Validator.check_schema(value)
-        except SchemaError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-            raise ValueError(f"invalid JSON Schema at {where}: {exc.message}") from None
+        check_json_schema(value)
         return value
 
 
@@ -141,4 +138,16 @@ def _param_names(kind: HookKind) -> list[str]:
 
 
 def parse_params(kind: HookKind, params: dict[str, Any]) -> Any:
-    return params_model(kind).model_validate(params)
+    """Typed params, cached by the params' canonical JSON: the agent loop parses a hook's params
+    on every check, and validation (a JSON Schema meta-check, regex compiles) costs far more
+    than the check itself. Callers must treat the result as read-only."""
+    try:
+        key = json.dumps(params, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return params_model(kind).model_validate(params)
+    return _parse_cached(kind, key)
+
+
+@lru_cache(maxsize=1024)
+def _parse_cached(kind: HookKind, key: str) -> Any:
+    return params_model(kind).model_validate(json.loads(key))

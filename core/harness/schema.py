@@ -34,18 +34,23 @@ def _validator(key: str) -> Draft202012Validator:
     return Draft202012Validator(json.loads(key))
 
 
-def check_parameters_schema(schema: dict[str, Any]) -> None:
-    """Raise ValueError naming the bad keyword when `schema` cannot describe tool arguments."""
+def check_json_schema(schema: dict[str, Any]) -> None:
+    """Raise ValueError naming the bad keyword when `schema` is not a valid JSON Schema."""
     key = _key(schema)
     if key is None:
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
             raise ValueError(f"invalid JSON Schema: {exc.message}") from None
-    else:
-        error = _meta_error(key)
-        if error is not None:
-            raise ValueError(error)
+        return
+    error = _meta_error(key)
+    if error is not None:
+        raise ValueError(error)
+
+
+def check_parameters_schema(schema: dict[str, Any]) -> None:
+    """Raise ValueError naming the bad keyword when `schema` cannot describe tool arguments."""
+    check_json_schema(schema)
     if schema.get("type") != "object":
         raise ValueError('tool parameters must be a JSON Schema with "type": "object"')
     props = schema.get("properties", {})
