@@ -113,3 +113,75 @@ class TrustedHookSource(Base):
 
     hash: Mapped[bytes] = mapped_column(LargeBinary(32), primary_key=True)
     created_at: Mapped[datetime]
+
+
+# ----------------------------------------------------------------------------- models, latency
+#
+# * ``models``: the model registry (``core.models``): base models (a local folder, a hub id, a
+#   GGUF imported into a folder under the home folder) and, registered by training runs,
+#   adapters and merged models with their base. ``managed`` folders live under
+#   ``core.paths.models_dir()`` and are deleted with the entry.
+# * ``latency_requests``: one agent request (a chat message, a benchmark request): end to end
+#   from viewer message to final reply, counts from its Trace, which server and model answered.
+# * ``latency_calls``: the model calls of a request, in order, with the client's timings.
+
+
+class ModelEntry(Base):
+    __tablename__ = "models"
+
+    pk: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(Text, unique=True)
+    kind: Mapped[str] = mapped_column(String(16))  # base | adapter | merged
+    source: Mapped[str] = mapped_column(String(16))  # folder | hub | gguf | demo | training
+    location: Mapped[str] = mapped_column(Text)  # folder path, or hub id for source=hub
+    revision: Mapped[str | None] = mapped_column(Text)
+    managed: Mapped[bool] = mapped_column(default=False)
+    base_pk: Mapped[int | None] = mapped_column(ForeignKey("models.pk"), index=True)
+    architecture: Mapped[str | None] = mapped_column(Text)
+    parameters: Mapped[int | None]
+    weight_bytes: Mapped[int | None]
+    dtype: Mapped[str | None] = mapped_column(String(16))
+    meta: Mapped[str] = mapped_column(Text, default="{}")  # JSON object
+    created_at: Mapped[datetime]
+
+
+class LatencyRequest(Base):
+    __tablename__ = "latency_requests"
+    __table_args__ = (Index("ix_latency_requests_session_pk", "session", "pk"),)
+
+    pk: Mapped[int] = mapped_column(primary_key=True)
+    request_id: Mapped[str] = mapped_column(String(64), unique=True)
+    session: Mapped[str] = mapped_column(Text)  # a chat session or a benchmark run
+    source: Mapped[str] = mapped_column(String(16))  # chat | bench | eval
+    engine: Mapped[str | None] = mapped_column(String(32))
+    model: Mapped[str | None] = mapped_column(Text)
+    harness: Mapped[str | None] = mapped_column(Text)
+    task_id: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(32))
+    warmup: Mapped[bool] = mapped_column(default=False)
+    e2e_s: Mapped[float]
+    model_calls: Mapped[int]
+    tool_calls: Mapped[int]
+    hook_retries: Mapped[int]
+    hook_blocks: Mapped[int]
+    viewer_message: Mapped[str] = mapped_column(Text)
+    final_reply: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[datetime]
+
+
+class LatencyCall(Base):
+    __tablename__ = "latency_calls"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    request_pk: Mapped[int] = mapped_column(
+        ForeignKey("latency_requests.pk", ondelete="CASCADE"), primary_key=True
+    )
+    idx: Mapped[int] = mapped_column(primary_key=True)
+    ttft_s: Mapped[float | None]
+    tpot_s: Mapped[float | None]
+    e2e_s: Mapped[float]
+    prompt_tokens: Mapped[int | None]
+    output_tokens: Mapped[int | None]
+    token_source: Mapped[str | None] = mapped_column(String(16))
+    error: Mapped[str | None] = mapped_column(Text)
