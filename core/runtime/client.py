@@ -26,6 +26,8 @@ class CallTiming:
     e2e_s: float = 0.0
     prompt_tokens: int | None = None
     output_tokens: int | None = None
+    token_source: str | None = None
+    """Where output_tokens came from: "usage" (the server), "tokenizer" or "chunks"."""
 
     @property
     def tpot_s(self) -> float | None:

