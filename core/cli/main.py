@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from core.cli import data_cmd, harness_cmd, sim_cmd
+from core.cli import bench_cmd, chat_cmd, data_cmd, harness_cmd, models_cmd, serve_cmd, sim_cmd
 
 app = typer.Typer(
     name="hat",
@@ -14,6 +14,10 @@ app = typer.Typer(
 )
 app.add_typer(harness_cmd.app, name="harness")
 app.add_typer(sim_cmd.app, name="sim")
+app.add_typer(models_cmd.app, name="models")
+app.add_typer(serve_cmd.app, name="serve")
+app.add_typer(chat_cmd.app, name="chat")
+app.add_typer(bench_cmd.app, name="bench")
 app.add_typer(data_cmd.app, name="data")
 
 

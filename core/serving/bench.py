@@ -43,7 +43,8 @@ from core.store.serving import RequestRow, add_latency
 
 RULES = (
     "client view: ttft/tpot/call_e2e over the successful model calls of the measured "
-    "(non-warm-up) requests, agent_e2e over the measured requests with status ok; "
+    "(non-warm-up) requests, agent_e2e over the measured requests except those that ended "
+    "in model_error (see statuses for how many were ok); "
     "percentiles: numpy, linear interpolation; P99 only with >= {p99} samples. Server view "
     "(vLLM): change of /metrics histograms over the measured requests, Prometheus "
     "histogram_quantile (bucket interpolation)."

@@ -20,7 +20,7 @@ from typing import Any
 from core.harness.models import Harness
 from core.runtime.bindings import Bindings
 from core.runtime.client import ChatClient, DeltaCallback, Message
-from core.runtime.loop import AgentLoop
+from core.runtime.loop import AgentLoop, EventCallback
 from core.runtime.trace import Trace
 from core.serving.latency import RecordingClient, request_row
 from core.store import Store
@@ -57,11 +57,14 @@ class ChatSession:
         message: str,
         *,
         on_delta: DeltaCallback | None = None,
+        on_event: EventCallback | None = None,
         context: dict[str, Any] | None = None,
     ) -> Trace:
         recorder = RecordingClient(self.client)
         loop = AgentLoop(self.harness, recorder, self.bindings)
-        trace = await loop.run(message, history=self.history, on_delta=on_delta, context=context)
+        trace = await loop.run(
+            message, history=self.history, on_delta=on_delta, on_event=on_event, context=context
+        )
         self.traces.append(trace)
         if trace.ok:
             self.history = trace.next_history()

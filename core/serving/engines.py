@@ -133,7 +133,9 @@ def build_launch(
 ) -> LaunchSpec:
     """The command that serves `model` (a folder or hub id) with `config` on host:port."""
     python = config.interpreter
-    env = {"HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "0"), **config.env}
+    env = dict(config.env)
+    if Path(model).expanduser().exists() and "HF_HUB_OFFLINE" not in os.environ:
+        env.setdefault("HF_HUB_OFFLINE", "1")  # a local folder never needs the hub
     if config.engine == "transformers":
         target = model
         if config.adapters:

