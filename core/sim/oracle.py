@@ -235,12 +235,17 @@ class _Limits:
 
 
 def reply_limits(harness: Harness) -> _Limits:
-    """The reply rules the harness's hooks enforce, plus the built-in forbidden claims."""
+    """The reply rules the harness's hooks enforce, plus the built-in forbidden claims.
+
+    Hooks marked `task_critical: false` count even when switched off: they are the harness's
+    style rules (the prompt still asks for them), and HSA may switch them off without changing
+    the task, so the oracle writes the same reply under such a variant as under the original.
+    """
     max_chars = 400
     patterns = list(BUILTIN_FORBIDDEN)
     ignore_below = 2.0
-    for hook in harness.active_hooks:
-        if hook.event is not HookEvent.BEFORE_REPLY:
+    for hook in harness.hooks:
+        if hook.event is not HookEvent.BEFORE_REPLY or not (hook.enabled or not hook.task_critical):
             continue
         if hook.kind is HookKind.REPLY_FORMAT:
             fmt: ReplyFormatParams = parse_params(hook.kind, hook.params)
@@ -894,14 +899,20 @@ def task_harness(task: Task, harness: Harness) -> Harness:
 
 
 def room_bindings(room: LiveRoom, surface: HarnessSurface | None = None) -> Bindings:
-    """The room's bindings (inline). With a `surface` whose harness renames parameters or enum
-    values, arguments are translated back to canonical names before the simulator's handlers
-    see them: the handlers read canonical names, a renamed harness must not change the world.
+    """The room's bindings (inline).
+
+    The agent loop translates a tool's `binding_args` (model-facing name -> the binding's
+    name) before it calls a binding, so a variant harness whose tools carry their renames in
+    `binding_args` needs nothing more: its bindings receive canonical names. Only renames a
+    `surface` knows from an explicit `param_names` mapping (a harness renamed without
+    `binding_args`) and renamed enum values are translated here, for the names the loop left
+    alone (`HarnessSurface.received_to_canonical`): nothing is translated twice, and the
+    simulator's handlers, which read canonical names, see the same world under any harness.
     """
     bindings = Bindings()
-    renames = surface is not None and bool(surface.param_names or surface.param_values)
+    translate = surface is not None and surface.translates_received
     for name, fn in room.bindings().items():
-        if renames and surface is not None:
+        if translate and surface is not None:
             fn = _canonical_args(fn, name, surface)
         bindings.register(name, fn, inline=True)
     return bindings
@@ -909,7 +920,7 @@ def room_bindings(room: LiveRoom, surface: HarnessSurface | None = None) -> Bind
 
 def _canonical_args(fn: BindingFn, binding: str, surface: HarnessSurface) -> BindingFn:
     def call(args: dict[str, Any], ctx: ToolContext) -> Any:
-        return fn(surface.to_canonical(binding, args), ctx)
+        return fn(surface.received_to_canonical(binding, args, ctx.tool), ctx)
 
     return call
 

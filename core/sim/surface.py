@@ -13,20 +13,31 @@ harness they are given through a `HarnessSurface`:
   2. a skill whose front matter has `metadata: {role: <role>}` (HSA transforms that rename
      skills should stamp it: metadata is never shown to the model, so it leaks nothing);
   3. a skill named like the role (the original demo harness).
-- **Parameters by canonical name.** `param_names` maps binding -> {canonical parameter ->
-  current parameter}; canonical names are the demo tools' (`link_no`, `link_nos`, `size`,
-  `color`, `region`, `topic`, `query`, `category`, `max_price`, `limit`). Unmapped parameters
-  keep their names. `param_values` maps binding -> canonical parameter -> {canonical value ->
-  current value} for transforms that rename enum values (e.g. topic "return" -> "returns").
-  `to_current` and `to_canonical` translate argument dicts in both directions.
+- **Parameters by canonical name.** Canonical names are the demo tools' (`link_no`,
+  `link_nos`, `size`, `color`, `region`, `topic`, `query`, `category`, `max_price`, `limit`),
+  which are also the names the simulator's handlers (the bindings) take. A tool's current
+  parameter names come, per binding, from
+  1. the `param_names` mapping passed in (binding -> {canonical parameter -> current
+     parameter}), when it has an entry for the binding;
+  2. otherwise the tool's own `binding_args` (model-facing name -> binding argument name):
+     the binding's argument name *is* the canonical name. HSA transforms that rename
+     parameters update `binding_args`, so a variant harness describes itself.
+  Unmapped parameters keep their names. `param_values` maps binding -> canonical parameter ->
+  {canonical value -> current value} for transforms that rename enum values (e.g. topic
+  "return" -> "returns"). `to_current` and `to_canonical` translate argument dicts in both
+  directions.
 
-All three mappings are plain dicts (JSON-able), so an HSA transform can return them and the
-data pipeline can store them with each row.
+So the oracle and the graders work on any variant harness given only the harness itself (tools
+by binding, skills by `metadata.role`, parameters by `binding_args`); the three mappings are
+for harnesses that do not describe themselves. They are plain dicts (JSON-able), so an HSA
+transform can return them and the data pipeline can store them with each row.
 
-The simulator's handlers read canonical argument names, so a harness with renamed parameters
-must reach them through `core.sim.oracle.room_bindings(room, surface)`, which translates the
-arguments back (the world does not change with the harness). Changed *defaults* need no
-mapping: the oracle passes every argument that matters explicitly.
+The simulator's handlers read canonical argument names. The agent loop already translates
+`binding_args` names before it calls a binding; renames known only from `param_names` (and
+renamed enum values) are translated by `core.sim.oracle.room_bindings(room, surface)` (see
+`HarnessSurface.received_to_canonical`), so nothing is translated twice and the world does not
+change with the harness. Changed *defaults* need no mapping: the oracle passes every argument
+that matters explicitly, and the loop fills a tool's schema defaults for omitted parameters.
 """
 
 from __future__ import annotations
@@ -91,6 +102,8 @@ class HarnessSurface:
     harness: Harness
     skill_roles: Mapping[str, str] = field(default_factory=dict)
     param_names: ParamNames = field(default_factory=dict)
+    """Explicit renames (binding -> canonical -> current); see `current_names` for the names
+    in effect, which add those derived from the tools' `binding_args`."""
     param_values: ParamValues = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -99,6 +112,13 @@ class HarnessSurface:
         for tool in self.harness.active_tools:
             self._tools.setdefault(tool.binding, tool)
             self._binding_of[tool.name] = tool.binding
+        names: dict[str, dict[str, str]] = {b: dict(m) for b, m in self.param_names.items()}
+        for binding, tool in self._tools.items():
+            if binding not in names:
+                derived = {can: cur for cur, can in tool.binding_args.items() if can != cur}
+                if derived:
+                    names[binding] = derived
+        self._names = names
         self._skill_of_role: dict[str, Skill] = {}
         self._role_of_skill: dict[str, str] = {}
         active = {s.name: s for s in self.harness.active_skills}
@@ -108,7 +128,7 @@ class HarnessSurface:
                 self._skill_of_role[role] = skill
                 self._role_of_skill.setdefault(skill.name, role)
         self._inverse_names = {
-            b: {cur: can for can, cur in m.items()} for b, m in self.param_names.items()
+            b: {cur: can for can, cur in m.items()} for b, m in self._names.items()
         }
         self._inverse_values: dict[str, dict[str, dict[str, Any]]] = {
             b: {p: {_key(cur): can for can, cur in vals.items()} for p, vals in m.items()}
@@ -172,8 +192,14 @@ class HarnessSurface:
     def load_skill_tool(self) -> str:
         return self.harness.settings.load_skill_tool
 
+    @property
+    def current_names(self) -> dict[str, dict[str, str]]:
+        """The parameter renames in effect: binding -> {canonical -> current}, from
+        `param_names` where it names the binding, else from the tool's `binding_args`."""
+        return {b: dict(m) for b, m in self._names.items()}
+
     def param(self, binding: str, canonical: str) -> str:
-        return self.param_names.get(binding, {}).get(canonical, canonical)
+        return self._names.get(binding, {}).get(canonical, canonical)
 
     def to_current(self, binding: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Canonical arguments -> the names (and enum values) of this harness's tool."""
@@ -193,6 +219,32 @@ class HarnessSurface:
             mapped = self._inverse_values.get(binding, {}).get(canonical, {})
             out[canonical] = mapped.get(_key(value), value) if _hashable(value) else value
         return out
+
+    def received_to_canonical(
+        self, binding: str, arguments: Mapping[str, Any], tool_name: str | None = None
+    ) -> dict[str, Any]:
+        """What a binding received (the agent loop has already translated the names in the
+        called tool's `binding_args`) -> canonical names and values. Only names the loop did
+        not translate go through this surface's renames, so none is translated twice;
+        renamed enum values are translated back for every parameter."""
+        tool = self.harness.tool(tool_name) if tool_name is not None else None
+        if tool is None or tool.binding != binding:
+            tool = self._tools.get(binding)
+        done = set(tool.binding_args.values()) if tool is not None else set()
+        inverse = self._inverse_names.get(binding, {})
+        values = self._inverse_values.get(binding, {})
+        out: dict[str, Any] = {}
+        for name, value in arguments.items():
+            canonical = name if name in done else inverse.get(name, name)
+            mapped = values.get(canonical, {})
+            out[canonical] = mapped.get(_key(value), value) if _hashable(value) else value
+        return out
+
+    @property
+    def translates_received(self) -> bool:
+        """Whether a binding may receive names or values it does not take (explicit renames
+        or renamed enum values), i.e. whether `room_bindings` must translate."""
+        return bool(self.param_names or self.param_values)
 
     # ------------------------------------------------------------------ skills
 

@@ -1,1 +1,528 @@
-"""HSA transforms: tool schemas."""
+"""HSA transforms, dimension 3: tool schemas (after Hammer's function masking and RoTBench).
+
+Renames go through `core.hsa.text.apply_renames`, so a renamed tool or parameter is renamed in
+every skill, template, hook matcher, hook schema and description that mentions it. A renamed
+parameter keeps its binding's name in `Tool.binding_args` (the agent loop translates before
+it calls the binding), so a variant harness needs no side mapping: the oracle and the graders
+read parameter names from `binding_args`, tools by `binding`.
+
+Parameter renames are by name across the whole harness: `link_no` gets one new name in every
+tool that has it. Prose and hook schemas cannot say which tool they mean, so one name per
+parameter is the only rename that can be carried into them exactly.
+
+Enum values are never renamed (the simulator's handlers read canonical values). Changed
+defaults are only made on parameters that have one, and the trajectory mapping passes the old
+default explicitly where a call relied on it (`SurfaceMapping.explicit_defaults`), as Hammer
+does; the new value is carried into the parameter's description. (Hammer also rewrites the
+user query; our viewer messages never state a default, so there is nothing to carry there.)
+
+Bank section `tools` (resources/hsa/<bank>/tools.yaml):
+- `names`: binding -> semantic snake_case tool names; `name_styles`: naming styles of this
+  bank (`core.hsa.text.case_style`; snake is always allowed);
+- `random_prefixes` / `param_random_prefixes`: prefixes of masked names `<prefix>_<hex>`;
+- `params`: canonical parameter -> semantic snake_case names; `param_styles`;
+- `descriptions`: binding -> tool descriptions with `{param:<canonical>}` placeholders;
+- `param_descriptions`: `<binding>/<canonical>` or `<canonical>` -> parameter descriptions;
+- `phrases`: phrase -> alternatives for descriptions without bank rewrites;
+- `default_notes`: sentences with `{value:default}`, carrying a changed default;
+- `optional_params`: [{name, description, schema}] optional parameters no gold uses;
+- `distractors`: distractor tool (core/sim/distractors.py name) -> [{name, description}].
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import re
+from collections.abc import Callable
+from typing import Any
+
+from core.harness.models import TOOL_NAME_RE, Harness, Tool
+from core.harness.schema import argument_errors
+from core.hsa.mapping import SurfaceMapping
+from core.hsa.text import (
+    Renames,
+    canonical_param,
+    case_style,
+    current_param,
+    fill_placeholders,
+    hex_tag,
+    name_words,
+    pick_fresh,
+    rebuild_or_skip,
+    rename_or_skip,
+    replace_phrases,
+    shuffled,
+    skill_role,
+    used_names,
+)
+from core.hsa.transform import Bank, Dimension, Skip, transform
+from core.sim.distractors import DISTRACTOR_TOOLS
+
+PHRASE_PROBABILITY = 0.75
+DESCRIPTION_PROBABILITY = 0.7
+PARAM_DESCRIPTION_PROBABILITY = 0.6
+
+
+def _subset(rng: random.Random, items: list[str]) -> list[str]:
+    """At least half of `items` (at least one), in their original order."""
+    k = rng.randint((len(items) + 1) // 2, len(items))
+    chosen = set(rng.sample(items, k))
+    return [i for i in items if i in chosen]
+
+
+def _props(tool: Tool) -> dict[str, Any]:
+    props = tool.parameters.get("properties", {})
+    return props if isinstance(props, dict) else {}
+
+
+def _styled(name: str, style: str) -> str:
+    return case_style(name_words(name), style)
+
+
+def _valid_tool_name(name: str, harness: Harness) -> bool:
+    return bool(TOOL_NAME_RE.match(name)) and name != harness.settings.load_skill_tool
+
+
+# ----------------------------------------------------------------------------- tool names
+
+
+def _rename_tools(harness: Harness, renames: dict[str, str]) -> tuple[Harness, SurfaceMapping]:
+    if not renames:
+        raise Skip("no fresh tool name found")
+    return rename_or_skip(harness, Renames(tools=renames)), SurfaceMapping(tools=renames)
+
+
+@transform("tool_rename_semantic", Dimension.TOOL_SCHEMAS)
+def tool_rename_semantic(
+    harness: Harness, rng: random.Random, bank: Bank
+) -> tuple[Harness, SurfaceMapping]:
+    """Rename at least half of the tools whose binding has bank synonyms
+    (`check_stock` -> e.g. `inventory_probe`), in one naming style for the call (snake, or
+    one of the bank's styles: `inventoryProbe`, `inventory-probe`...)."""
+    section = bank.section("tools")
+    table = section.get("names", {})
+    eligible = [t.name for t in harness.tools if table.get(t.binding)]
+    if not eligible:
+        raise Skip("no tool has a binding with synonyms in the bank")
+    style = rng.choice(["snake", *section.get("name_styles", [])])
+    bindings = {t.name: t.binding for t in harness.tools}
+    used = used_names(harness)
+    renames: dict[str, str] = {}
+    for name in _subset(rng, eligible):
+        options = [_styled(n, style) for n in table[bindings[name]]]
+        options = [o for o in options if _valid_tool_name(o, harness)]
+        new = pick_fresh(rng, options, used, exclude=name)
+        if new is not None:
+            renames[name] = new
+    return _rename_tools(harness, renames)
+
+
+@transform("tool_rename_random", Dimension.TOOL_SCHEMAS)
+def tool_rename_random(
+    harness: Harness, rng: random.Random, bank: Bank
+) -> tuple[Harness, SurfaceMapping]:
+    """Hammer-style masking: rename at least half of the tools to `<prefix>_<4 hex>`
+    (`zqv_3a9c`), so only the descriptions tell the tools apart."""
+    if not harness.tools:
+        raise Skip("the harness has no tools")
+    prefixes = bank.section("tools").get("random_prefixes", [])
+    if not prefixes:
+        raise Skip("the bank has no random prefixes")
+    prefix = rng.choice(prefixes)
+    used = used_names(harness)
+    renames: dict[str, str] = {}
+    for name in _subset(rng, [t.name for t in harness.tools]):
+        for _ in range(16):
+            new = f"{prefix}_{hex_tag(rng)}"
+            if new.casefold() not in used and _valid_tool_name(new, harness):
+                used.add(new.casefold())
+                renames[name] = new
+                break
+    return _rename_tools(harness, renames)
+
+
+@transform("tool_name_style", Dimension.TOOL_SCHEMAS)
+def tool_name_style(
+    harness: Harness, rng: random.Random, bank: Bank
+) -> tuple[Harness, SurfaceMapping]:
+    """Restyle every multi-word tool name with one of the bank's naming styles, keeping the
+    words (`get_product_by_link` -> `getProductByLink`, `GET-PRODUCT-BY-LINK`...)."""
+    styles = bank.section("tools").get("name_styles", [])
+    if not styles or not harness.tools:
+        raise Skip("no tools or no naming styles in the bank")
+    style = rng.choice(styles)
+    used = used_names(harness)
+    renames: dict[str, str] = {}
+    for tool in harness.tools:
+        words = name_words(tool.name)
+        if len(words) < 2:
+            continue
+        new = case_style(words, style)
+        same = new.casefold() == tool.name.casefold()  # a case change clashes with nothing
+        fresh = same or new.casefold() not in used
+        if new != tool.name and fresh and _valid_tool_name(new, harness):
+            used.add(new.casefold())
+            renames[tool.name] = new
+    if not renames:
+        raise Skip(f"no tool name changes in the {style} style")
+    return _rename_tools(harness, renames)
+
+
+# ----------------------------------------------------------------------------- parameter names
+
+
+def _param_groups(harness: Harness) -> dict[str, str]:
+    """Current parameter name -> its canonical (binding) name, for names that mean the same
+    binding argument in every tool that has them (others cannot be renamed by name)."""
+    groups: dict[str, str | None] = {}
+    for tool in harness.tools:
+        for name in _props(tool):
+            canonical = canonical_param(tool, name)
+            if groups.setdefault(name, canonical) != canonical:
+                groups[name] = None
+    return {n: c for n, c in groups.items() if c is not None}
+
+
+def _rename_params(harness: Harness, names: dict[str, str]) -> tuple[Harness, SurfaceMapping]:
+    if not names:
+        raise Skip("no fresh parameter name found")
+    params: dict[str, dict[str, str]] = {}
+    for tool in harness.tools:
+        renamed = {p: names[p] for p in _props(tool) if p in names}
+        if renamed:
+            params[tool.name] = renamed
+    out = rename_or_skip(harness, Renames(params=params))
+    return out, SurfaceMapping(params=params)
+
+
+@transform("tool_param_rename_semantic", Dimension.TOOL_SCHEMAS)
+def tool_param_rename_semantic(
+    harness: Harness, rng: random.Random, bank: Bank
+) -> tuple[Harness, SurfaceMapping]:
+    """Rename at least half of the parameter names with bank synonyms of their canonical
+    name (`link_no` -> e.g. `listing_number`, in every tool), in snake case or a bank style;
+    `binding_args` keeps each binding's own argument name."""
+    section = bank.section("tools")
+    table = section.get("params", {})
+    groups = {n: c for n, c in _param_groups(harness).items() if table.get(c)}
+    if not groups:
+        raise Skip("no tool has a parameter with synonyms in the bank")
+    style = rng.choice(["snake", *section.get("param_styles", [])])
+    used = used_names(harness)
+    names: dict[str, str] = {}
+    for name in _subset(rng, sorted(groups)):
+        options = [_styled(o, style) for o in table[groups[name]]]
+        new = pick_fresh(rng, options, used, exclude=name)
+        if new is not None:
+            names[name] = new
+    return _rename_params(harness, names)
+
+
+@transform("tool_param_rename_random", Dimension.TOOL_SCHEMAS)
+def tool_param_rename_random(
+    harness: Harness, rng: random.Random, bank: Bank
+) -> tuple[Harness, SurfaceMapping]:
+    """Hammer-style masking of parameter names: at least half become `<prefix>_<3 hex>`."""
+    groups = _param_groups(harness)
+    if not groups:
+        raise Skip("no tool has parameters to rename")
+    prefixes = bank.section("tools").get("param_random_prefixes", [])
+    if not prefixes:
+        raise Skip("the bank has no parameter prefixes")
+    prefix = rng.choice(prefixes)
+    used = used_names(harness)
+    names: dict[str, str] = {}
+    for name in _subset(rng, sorted(groups)):
+        for _ in range(16):
+            new = f"{prefix}_{hex_tag(rng, 3)}"
+            if new.casefold() not in used:
+                used.add(new.casefold())
+                names[name] = new
+                break
+    return _rename_params(harness, names)
+
+
+# ----------------------------------------------------------------------------- order
+
+
+@transform("tool_order", Dimension.TOOL_SCHEMAS)
+def tool_order(harness: Harness, rng: random.Random, bank: Bank) -> tuple[Harness, SurfaceMapping]:
+    """Shuffle the tool list (the order of the tool block and of native tool specs)."""
+    if len(harness.tools) < 2:
+        raise Skip("fewer than two tools to reorder")
+    tools = [t.model_copy(deep=True) for t in shuffled(rng, harness.tools)]
+    return harness.model_copy(update={"tools": tools}, deep=True), SurfaceMapping()
+
+
+@transform("tool_param_order", Dimension.TOOL_SCHEMAS)
+def tool_param_order(
+    harness: Harness, rng: random.Random, bank: Bank
+) -> tuple[Harness, SurfaceMapping]:
+    """Shuffle the parameter order of every tool with two or more parameters (`required`
+    follows the new order)."""
+    data = harness.model_dump()
+    changed = False
+    for tool in data["tools"]:
+        params = tool["parameters"]
+        props = params.get("properties", {})
+        if not isinstance(props, dict) or len(props) < 2:
+            continue
+        order = shuffled(rng, list(props))
+        changed = changed or order != list(props)
+        params["properties"] = {k: props[k] for k in order}
+        if isinstance(params.get("required"), list):
+            required = set(params["required"])
+            params["required"] = [k for k in order if k in required]
+    if not changed:
+        raise Skip("no tool has two or more parameters")
+    return rebuild_or_skip(data), SurfaceMapping()
+
+
+# ----------------------------------------------------------------------------- descriptions
+
+
+def _tool_resolver(harness: Harness, tool: Tool) -> Callable[[str, str], str | None]:
+    tools: dict[str, str] = {}
+    for other in harness.tools:
+        tools.setdefault(other.binding, other.name)
+    skills = {skill_role(s): s.name for s in harness.skills}
+
+    def resolve(kind: str, key: str) -> str | None:
+        if kind == "param":
+            return current_param(tool, key)
+        if kind == "tool":
+            return tools.get(key)
+        if kind == "skill":
+            return skills.get(key)
+        return None
+
+    return resolve
+
+
+def _value_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _default_note(bank: Bank, rng: random.Random, value: Any) -> str | None:
+    notes = bank.section("tools").get("default_notes", [])
+    if not notes:
+        return None
+    text = _value_text(value)
+    return fill_placeholders(rng.choice(notes), lambda k, _: text if k == "value" else None)
+
+
+def _join(text: str, note: str) -> str:
+    text = text.rstrip()
+    if text and text[-1] not in ".!?":
+        text += "."
+    return f"{text} {note}".strip()
+
+
+@transform("tool_paraphrase_descriptions", Dimension.TOOL_SCHEMAS)
+def tool_paraphrase_descriptions(
+    harness: Harness, rng: random.Random, bank: Bank
+) -> tuple[Harness, SurfaceMapping]:
+    """Reword tool and parameter descriptions: bank rewrites per binding and per parameter
+    (placeholders name the current parameters), else phrase-level paraphrases. A parameter
+    with a default keeps it stated in its new description."""
+    section = bank.section("tools")
+    descriptions = section.get("descriptions", {})
+    param_descriptions = section.get("param_descriptions", {})
+    phrases = section.get("phrases", {})
+    data = harness.model_dump()
+    for tool, source in zip(data["tools"], harness.tools, strict=True):
+        resolve = _tool_resolver(harness, source)
+        options = descriptions.get(source.binding, [])
+        text = None
+        if options and rng.random() < DESCRIPTION_PROBABILITY:
+            usable = [t for t in (fill_placeholders(o, resolve) for o in options) if t]
+            text = rng.choice(usable) if usable else None
+        tool["description"] = text or replace_phrases(
+            tool["description"], phrases, rng, PHRASE_PROBABILITY
+        )
+        for name, schema in tool["parameters"].get("properties", {}).items():
+            if not isinstance(schema, dict):
+                continue
+            canonical = canonical_param(source, name)
+            specific = param_descriptions.get(f"{source.binding}/{canonical}")
+            pool = specific or param_descriptions.get(canonical, [])
+            if not pool or rng.random() >= PARAM_DESCRIPTION_PROBABILITY:
+                continue
+            new = fill_placeholders(rng.choice(pool), resolve)
+            if new is None:
+                continue
+            if "default" in schema:
+                note = _default_note(bank, rng, schema["default"])
+                if note is None:
+                    continue
+                new = _join(new, note)
+            schema["description"] = new
+    out = rebuild_or_skip(data)
+    if out == harness:
+        raise Skip("no tool description has a bank paraphrase")
+    return out, SurfaceMapping()
+
+
+# ----------------------------------------------------------------------------- additions
+
+
+def _optional_schema(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """A bank optional parameter's JSON Schema: `schema` is {<JSON type>: {constraints}} (the
+    type is a key so that type names are not bank text); a default is never kept."""
+    spec = entry.get("schema", {})
+    if not isinstance(spec, dict) or len(spec) != 1:
+        return None
+    ((kind, constraints),) = spec.items()
+    schema: dict[str, Any] = {"type": kind}
+    schema.update({k: v for k, v in dict(constraints or {}).items() if k != "default"})
+    schema["description"] = str(entry.get("description", ""))
+    return schema
+
+
+@transform("tool_optional_params", Dimension.TOOL_SCHEMAS)
+def tool_optional_params(
+    harness: Harness, rng: random.Random, bank: Bank
+) -> tuple[Harness, SurfaceMapping]:
+    """Add an optional parameter from the bank (never required, no default, so the binding
+    never sees it unless a model passes it) to one to three tools; no gold call uses it."""
+    pool = bank.section("tools").get("optional_params", [])
+    targets = [i for i, t in enumerate(harness.tools) if t.parameters.get("type") == "object"]
+    if not pool or not targets:
+        raise Skip("no optional parameters in the bank or no tool to add them to")
+    used = used_names(harness)
+    data = harness.model_dump()
+    added = 0
+    for index in rng.sample(targets, min(len(targets), rng.randint(1, 3))):
+        params = data["tools"][index]["parameters"]
+        props = params.setdefault("properties", {})
+        free = [e for e in pool if str(e.get("name", "")).casefold() not in used]
+        if not free:
+            break
+        entry = rng.choice(free)
+        schema = _optional_schema(entry)
+        if schema is None:
+            continue
+        name = str(entry["name"])
+        used.add(name.casefold())
+        items = list(props.items())
+        items.insert(rng.randint(0, len(items)), (name, copy.deepcopy(schema)))
+        params["properties"] = dict(items)
+        added += 1
+    if not added:
+        raise Skip("every bank optional parameter is already in use")
+    return rebuild_or_skip(data), SurfaceMapping()
+
+
+@transform("tool_distractors", Dimension.TOOL_SCHEMAS)
+def tool_distractors(
+    harness: Harness, rng: random.Random, bank: Bank
+) -> tuple[Harness, SurfaceMapping]:
+    """Add one to three distractor tools (core/sim/distractors.py bindings, which every
+    LiveRoom can run) under bank names and descriptions, at random places. No task needs
+    them; a call to one costs tool-rationality marks."""
+    table = bank.section("tools").get("distractors", {})
+    bindings = {t.binding for t in harness.tools}
+    used = used_names(harness)
+    pool = [t for t in DISTRACTOR_TOOLS if table.get(t.name) and t.binding not in bindings]
+    if not pool:
+        raise Skip("no distractor tool with bank names is free to add")
+    data = harness.model_dump()
+    tools = data["tools"]
+    added = 0
+    for base in rng.sample(pool, min(len(pool), rng.randint(1, 3))):
+        entries = [e for e in table[base.name] if str(e.get("name", "")).casefold() not in used]
+        entries = [e for e in entries if _valid_tool_name(str(e["name"]), harness)]
+        if not entries:
+            continue
+        entry = rng.choice(entries)
+        used.add(str(entry["name"]).casefold())
+        tool = base.model_copy(
+            update={"name": str(entry["name"]), "description": str(entry["description"])},
+            deep=True,
+        ).model_dump()
+        tools.insert(rng.randint(0, len(tools)), tool)
+        added += 1
+    if not added:
+        raise Skip("every distractor name in the bank is already in use")
+    return rebuild_or_skip(data), SurfaceMapping()
+
+
+# ----------------------------------------------------------------------------- defaults
+
+
+def _valid(schema: dict[str, Any], value: Any) -> bool:
+    wrapper = {"type": "object", "properties": {"v": schema}}
+    return not argument_errors(wrapper, {"v": value})
+
+
+def _new_default(schema: dict[str, Any], rng: random.Random) -> Any:
+    """Another value valid for `schema`, or None."""
+    old = schema["default"]
+    options: list[Any] = []
+    if isinstance(schema.get("enum"), list):
+        options = [v for v in schema["enum"] if v != old]
+    elif isinstance(old, bool):
+        options = [not old]
+    elif isinstance(old, int):
+        low = int(schema.get("minimum", old - 5))
+        high = int(schema.get("maximum", old + 10))
+        options = [v for v in range(low, high + 1) if v != old][:64]
+    elif isinstance(old, float):
+        options = [round(old * f, 2) for f in (0.5, 0.75, 1.5, 2.0)]
+    options = [v for v in options if v != old and _valid(schema, v)]
+    return rng.choice(options) if options else None
+
+
+_DEFAULT_RE = r"(?i)\bdefault(?:s|ed)?\b[^.;\n]*?(?<![\w.]){old}(?![\w.])"
+
+
+def _carry(text: str, old: Any, new: Any) -> str | None:
+    """`text` with a stated old default replaced by the new one; None when it states none."""
+    pattern = re.compile(_DEFAULT_RE.format(old=re.escape(_value_text(old))))
+    match = pattern.search(text)
+    if match is None:
+        return None
+    stated = match.group(0)
+    return (
+        text[: match.start()]
+        + stated[: -len(_value_text(old))]
+        + _value_text(new)
+        + text[match.end() :]
+    )
+
+
+@transform("tool_change_defaults", Dimension.TOOL_SCHEMAS)
+def tool_change_defaults(
+    harness: Harness, rng: random.Random, bank: Bank
+) -> tuple[Harness, SurfaceMapping]:
+    """Change the default of parameters that have one (demo: search_products.limit 5 -> e.g.
+    8); the new value goes into the parameter's description, and a gold call that relied on
+    the old default passes it explicitly (explicit_defaults)."""
+    data = harness.model_dump()
+    explicit: dict[str, dict[str, Any]] = {}
+    for tool in data["tools"]:
+        for name, schema in tool["parameters"].get("properties", {}).items():
+            if not isinstance(schema, dict) or "default" not in schema:
+                continue
+            new = _new_default(schema, rng)
+            if new is None:
+                continue
+            old = schema["default"]
+            schema["default"] = new
+            description = str(schema.get("description", ""))
+            carried = _carry(description, old, new)
+            if carried is None:
+                note = _default_note(bank, rng, new)
+                if note is None:
+                    raise Skip("the bank has no default notes")
+                carried = _join(description, note)
+            schema["description"] = carried
+            tool_text = _carry(tool["description"], old, new)
+            if tool_text is not None:
+                tool["description"] = tool_text
+            explicit.setdefault(tool["name"], {})[name] = copy.deepcopy(old)
+    if not explicit:
+        raise Skip("no tool parameter has a default that can change")
+    return rebuild_or_skip(data), SurfaceMapping(explicit_defaults=explicit)
