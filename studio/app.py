@@ -1,51 +1,123 @@
 """`hat-studio`: the desktop application entry point.
 
-Until the studio screens land this opens a window that loads the demo workspace through core,
-so the install and the core/studio boundary are exercised end to end.
+    hat-studio [--home FOLDER] [--theme light|dark]
+
+Start-up order, tuned so the window paints fast (benchmarks/studio_bench.py): Qt only, then
+the single-instance lock of the home folder, then the window; the workspace (database, harness
+models) opens in a worker after the first frame. The event loop is qasync's, so pages can run
+asyncio tasks (created only once the loop runs; all pending ones are cancelled on aboutToQuit).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
+from pathlib import Path
+from typing import Any
 
 
-def build_window() -> object:
-    from PySide6.QtWidgets import QLabel, QMainWindow, QVBoxLayout, QWidget
+def create_app(argv: list[str] | None = None) -> Any:
+    from PySide6.QtWidgets import QApplication
 
-    from core.harness.demo import load_demo_harness
+    app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv)
+    app.setApplicationName("HAT Studio")
+    app.setOrganizationName("hat-studio")
+    app.setApplicationDisplayName("HAT Studio")
+    return app
 
-    harness = load_demo_harness()
-    window = QMainWindow()
-    window.setWindowTitle("HAT Studio")
-    body = QWidget()
-    layout = QVBoxLayout(body)
-    title = QLabel(f"<h2>HAT Studio</h2><p>Demo workspace: <b>{harness.name}</b></p>")
-    summary = QLabel(
-        f"{len(harness.skills)} skills · {len(harness.tools)} tools · "
-        f"{len(harness.hooks)} hooks · {len(harness.prompt.sections)} prompt sections"
+
+def create_window(
+    home: Path, *, theme_name: str | None = None, guard: Any = None, busy_timeout: float = 3.0
+) -> Any:
+    """The main window on `home` (the caller holds `guard`, the home's instance lock)."""
+    from PySide6.QtGui import QIcon
+    from PySide6.QtWidgets import QApplication
+
+    from studio import theme, workspace
+    from studio.main_window import MainWindow
+
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    wanted = theme_name or str(workspace.settings(home).value("window/theme", "light") or "light")
+    theme.apply(app, wanted)
+    app.setWindowIcon(QIcon(theme.logo_pixmap(64)))
+    return MainWindow(home, guard, busy_timeout=busy_timeout)
+
+
+def _home(arg: str | None) -> Path:
+    if arg:
+        return Path(arg).expanduser().resolve()
+    from studio.workspace import default_home
+
+    return default_home()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hat-studio", description="HAT Studio desktop workbench")
+    parser.add_argument(
+        "--home", help="workspace folder (default: $HAT_HOME or the user data folder)"
     )
-    layout.addWidget(title)
-    layout.addWidget(summary)
-    layout.addStretch(1)
-    window.setCentralWidget(body)
-    window.resize(900, 600)
-    return window
-
-
-def main() -> int:
+    parser.add_argument(
+        "--theme", choices=["light", "dark"], help="colour theme (default: the last one used)"
+    )
+    args = parser.parse_args(argv)
     try:
-        from PySide6.QtWidgets import QApplication
+        from PySide6.QtWidgets import QMessageBox
     except ImportError:
         print(
             "error: the studio needs the GUI extra: pip install 'hat-studio[studio]'",
             file=sys.stderr,
         )
         return 1
-    app = QApplication.instance() or QApplication(sys.argv)
-    app.setApplicationName("hat-studio")
-    window = build_window()
-    window.show()  # type: ignore[attr-defined]
-    return int(app.exec())
+    app = create_app()
+    home = _home(args.home)
+    from studio.workspace import AnotherInstance, InstanceGuard
+
+    guard = InstanceGuard(home)
+    try:
+        guard.acquire()
+    except AnotherInstance as exc:
+        print(f"hat-studio: {exc}", file=sys.stderr)
+        QMessageBox.warning(None, "HAT Studio is already open", str(exc))
+        return 2
+    window = create_window(home, theme_name=args.theme, guard=guard)
+    window.show()
+    return run_event_loop(app)
+
+
+def run_event_loop(app: Any) -> int:
+    """Run Qt's event loop under qasync; cancel pending tasks and jobs on aboutToQuit."""
+    import asyncio
+
+    from studio.jobs import reset_jobs
+
+    try:
+        import qasync
+    except ImportError:  # pragma: no cover - qasync is part of the studio extra
+        app.aboutToQuit.connect(reset_jobs)
+        return int(app.exec())
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    closing = asyncio.Event()
+
+    def about_to_quit() -> None:
+        reset_jobs()
+        for task in asyncio.all_tasks(loop):
+            if task is not current:
+                task.cancel()
+        closing.set()
+
+    app.aboutToQuit.connect(about_to_quit)
+    current: asyncio.Task[Any] | None = None
+
+    async def until_closed() -> None:
+        nonlocal current
+        current = asyncio.current_task()
+        await closing.wait()
+
+    with loop:
+        loop.run_until_complete(until_closed())
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,3 @@
+from studio.app import main
+
+raise SystemExit(main())

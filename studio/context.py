@@ -1,0 +1,91 @@
+"""What every page shares: the workspace (home, settings), the store, the edit session, jobs.
+
+The store is opened in a worker thread after the window is on screen (`open`); until
+`opened` fires, pages show a loading state. Store operations that may touch the disk go
+through `jobs` too, so a slow or locked database never freezes the window.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, QSettings, Signal
+
+from studio.jobs import Jobs
+from studio.session import EditSession
+from studio.workspace import OpenedStore, open_store
+
+if TYPE_CHECKING:
+    from core.store import Store
+
+
+class StudioContext(QObject):
+    opened = Signal()
+    openFailed = Signal(str)
+    versionsChanged = Signal()
+    """Versions or labels changed in the store (save, tag, rollback, import)."""
+    harnessChanged = Signal(str)
+    """The harness being edited changed (name)."""
+    message = Signal(str, str)
+    """(kind, text): a toast (kind info/success) or an error banner (kind error)."""
+
+    def __init__(
+        self, home: Path, settings: QSettings, jobs: Jobs, busy_timeout: float = 3.0
+    ) -> None:
+        super().__init__()
+        self.home = Path(home)
+        self.settings = settings
+        self.jobs = jobs
+        self.busy_timeout = busy_timeout
+        self.store: Store | None = None
+        self.harness_names: list[str] = []
+        self.harness_name = ""
+        self.session = EditSession(self)
+        self.created_demo = False
+
+    def open(self) -> None:
+        self.jobs.run(
+            open_store,
+            self.home,
+            self.busy_timeout,
+            on_done=self._opened,
+            on_error=self._failed,
+            label="Opening workspace",
+        )
+
+    def _opened(self, result: OpenedStore) -> None:
+        self.store = result.store
+        self.harness_names = result.harness_names
+        self.created_demo = result.created_demo
+        wanted = str(self.settings.value("harness/name", "") or "")
+        self.harness_name = (
+            wanted
+            if wanted in self.harness_names
+            else ("live-host" if "live-host" in self.harness_names else self.harness_names[0])
+        )
+        self.opened.emit()
+
+    def _failed(self, exc: BaseException) -> None:
+        self.openFailed.emit(str(exc))
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+    def run_store(
+        self, fn: Any, *args: Any, on_done: Any = None, on_error: Any = None, label: str = ""
+    ) -> None:
+        """Run fn(store, *args) in a worker; errors go to on_error (default: an error banner)."""
+        store = self.store
+        if store is None:
+            return
+
+        def fail(exc: BaseException) -> None:
+            if on_error is not None:
+                on_error(exc)
+            else:
+                self.message.emit("error", str(exc))
+
+        self.jobs.run(fn, store, *args, on_done=on_done, on_error=fail, label=label)

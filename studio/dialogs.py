@@ -1,0 +1,179 @@
+"""Every modal question the studio asks, in one place (tests replace these functions).
+
+Pages call `dialogs.ask_unsaved(...)`, `dialogs.choose_folder(...)` and so on rather than
+QMessageBox / QFileDialog directly, so a test can answer with `monkeypatch.setattr`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.harness import Problem
+from studio import theme
+
+SAVE, DISCARD, CANCEL = "save", "discard", "cancel"
+
+
+def ask_unsaved(parent: QWidget | None, what: str) -> str:
+    """Save / Discard / Cancel before `what` (e.g. "closing", "opening another version")."""
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Warning)
+    box.setWindowTitle("Unsaved changes")
+    box.setText("The harness has changes that are not in a saved version.")
+    box.setInformativeText(f"Save them as a new version before {what}?")
+    save = box.addButton("Save version…", QMessageBox.ButtonRole.AcceptRole)
+    discard = box.addButton("Discard changes", QMessageBox.ButtonRole.DestructiveRole)
+    box.addButton("Cancel", QMessageBox.ButtonRole.RejectRole)
+    box.exec()
+    clicked = box.clickedButton()
+    if clicked is save:
+        return SAVE
+    if clicked is discard:
+        return DISCARD
+    return CANCEL
+
+
+def confirm(
+    parent: QWidget | None, title: str, text: str, ok: str = "OK", detail: str = ""
+) -> bool:
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Question)
+    box.setWindowTitle(title)
+    box.setText(text)
+    if detail:
+        box.setInformativeText(detail)
+    yes = box.addButton(ok, QMessageBox.ButtonRole.AcceptRole)
+    box.addButton("Cancel", QMessageBox.ButtonRole.RejectRole)
+    box.exec()
+    return box.clickedButton() is yes
+
+
+def error(parent: QWidget | None, title: str, text: str, detail: str = "") -> None:
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Critical)
+    box.setWindowTitle(title)
+    box.setText(text)
+    if detail:
+        box.setDetailedText(detail)
+    box.exec()
+
+
+def choose_folder(parent: QWidget | None, title: str, start: str = "") -> str | None:
+    path = QFileDialog.getExistingDirectory(parent, title, start)
+    return path or None
+
+
+def ask_label(parent: QWidget | None) -> str | None:
+    text, ok = QInputDialog.getText(parent, "New label", "Label name (letters, digits, . _ -):")
+    return text.strip() if ok and text.strip() else None
+
+
+class SaveDialog(QDialog):
+    def __init__(
+        self, parent: QWidget | None, suggestion: str, summary: str, labels: Sequence[str]
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Save version")
+        self.setMinimumWidth(460)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(20, 18, 20, 16)
+        lay.setSpacing(10)
+        title = QLabel("Save a new version")
+        title.setObjectName("SectionTitle")
+        lay.addWidget(title)
+        info = QLabel(summary)
+        info.setObjectName("Muted")
+        info.setWordWrap(True)
+        lay.addWidget(info)
+        lay.addWidget(QLabel("Message"))
+        self.message = QLineEdit(suggestion)
+        self.message.selectAll()
+        lay.addWidget(self.message)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Move label"))
+        self.label = QComboBox()
+        self.label.addItem("(none)", "")
+        for name in labels:
+            self.label.addItem(name, name)
+        row.addWidget(self.label, 1)
+        lay.addLayout(row)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        lay.addWidget(buttons)
+
+
+def ask_save(
+    parent: QWidget | None, suggestion: str, summary: str, labels: Sequence[str]
+) -> tuple[str, str] | None:
+    """(message, label to move or "") or None when cancelled."""
+    dlg = SaveDialog(parent, suggestion, summary, labels)
+    if dlg.exec() != QDialog.DialogCode.Accepted:
+        return None
+    return dlg.message.text().strip() or suggestion, dlg.label.currentData() or ""
+
+
+class ProblemsDialog(QDialog):
+    def __init__(
+        self, parent: QWidget | None, title: str, text: str, problems: Sequence[Problem]
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(title)
+        self.resize(760, 420)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(20, 18, 20, 16)
+        lay.setSpacing(10)
+        head = QHBoxLayout()
+        icon = QLabel()
+        icon.setPixmap(theme.pixmap("alert", 22, "danger"))
+        head.addWidget(icon)
+        t = QLabel(text)
+        t.setObjectName("SectionTitle")
+        t.setWordWrap(True)
+        head.addWidget(t, 1)
+        lay.addLayout(head)
+        table = QTableWidget(len(problems), 3)
+        table.setHorizontalHeaderLabels(["File", "Field", "Problem"])
+        table.verticalHeader().hide()
+        table.setWordWrap(True)
+        table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        table.horizontalHeader().setStretchLastSection(True)
+        for r, p in enumerate(problems):
+            for c, value in enumerate((p.file, p.field, p.message)):
+                item = QTableWidgetItem(value)
+                item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
+                table.setItem(r, c, item)
+        table.resizeRowsToContents()
+        self.table = table
+        lay.addWidget(table, 1)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        buttons.accepted.connect(self.accept)
+        lay.addWidget(buttons)
+
+
+def show_problems(
+    parent: QWidget | None, title: str, text: str, problems: Sequence[Problem]
+) -> None:
+    ProblemsDialog(parent, title, text, problems).exec()

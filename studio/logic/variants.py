@@ -1,0 +1,195 @@
+"""The Variants screen's computation: a task, a policy and a seed -> what to show side by side.
+
+`compute_variant` plays the task with the oracle under the original harness (its gold
+trajectory), then asks HSA for a verified variant and the gold remapped onto it
+(`core.hsa.augment.augment_variant`). Each side is turned into texts a person can compare:
+the rendered system prompt, the skills, the tools and the hooks, and the trajectory one step
+per line. When the oracle cannot play the task on this harness (an author renamed what the
+simulator relies on), the variant is still sampled and shown, with the reason for the gold.
+
+It takes tens of milliseconds on the demo harness; the studio still runs it in a worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from core.harness import Harness, HarnessError, export_folder, render_system_prompt, tool_specs
+from core.harness.folder import hook_text
+from core.hsa.policy import Policy, Strength, Variant, sample_variant
+from core.hsa.transform import BankName, Dimension
+from core.runtime.trajectory import Trajectory
+from core.sim.models import Split, Task
+
+DIMENSION_LABELS = {
+    Dimension.SKILL_IDS: "Skill names",
+    Dimension.SKILL_CONTENT: "Skill content",
+    Dimension.TOOL_SCHEMAS: "Tool schemas",
+    Dimension.PROMPT: "Prompt structure",
+    Dimension.HOOKS: "Hook behaviour",
+}
+VIEWS = ("System prompt", "Skills", "Tools", "Hooks")
+
+
+@lru_cache(maxsize=4)
+def task_choices(split: str = "test", per_category: int = 6) -> tuple[Task, ...]:
+    """A short, varied list of tasks (a few per category) from the seeded generator."""
+    from core.sim.tasks import generate_tasks
+
+    return tuple(generate_tasks(Split(split), per_category=per_category))
+
+
+def task_label(task: Task) -> str:
+    category = task.category.value.replace("_", " ")
+    return f"{category}: {task.viewer_message}"
+
+
+@dataclass(frozen=True)
+class VariantRequest:
+    task_id: str
+    bank: str = BankName.TRAIN.value
+    strength: str = Strength.MEDIUM.value
+    dimensions: tuple[str, ...] = tuple(d.value for d in Dimension)
+    seed: int = 1
+
+    def policy(self) -> Policy:
+        return Policy(self.bank, self.strength, self.dimensions)
+
+
+@dataclass
+class VariantView:
+    request: VariantRequest
+    task: Task
+    original: Harness
+    variant: Harness
+    applied: list[str]
+    skipped: list[tuple[str, str]]
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+    before: dict[str, str] = field(default_factory=dict)
+    after: dict[str, str] = field(default_factory=dict)
+    gold_before: str = ""
+    gold_after: str = ""
+    gold_problem: str = ""
+    """Why there is no gold trajectory (empty when there is one)."""
+    record: dict[str, Any] = field(default_factory=dict)
+    trajectory: Trajectory | None = None
+
+
+def harness_views(harness: Harness) -> dict[str, str]:
+    """The texts compared side by side, one per entry of VIEWS."""
+    try:
+        prompt = render_system_prompt(harness)
+    except HarnessError as exc:
+        prompt = f"(the prompt does not render: {exc})"
+    skills = "\n\n".join(
+        f"### {s.name}  [{s.kind.value}{'' if s.enabled else ', off'}]\n{s.description}\n\n{s.body.strip()}"
+        for s in harness.skills
+    )
+    tools = "\n\n".join(
+        json.dumps(spec["function"], indent=2, ensure_ascii=False) for spec in tool_specs(harness)
+    )
+    hooks = "\n".join(
+        f"# {h.name}\n{hook_text(h.model_copy(update={'source': None}))}" for h in harness.hooks
+    )
+    settings = harness.settings
+    hooks = (
+        f"# settings\nretry_budget: {settings.retry_budget}\nreminder_role: {settings.reminder_role.value}\n"
+        f"reminder_format: {settings.reminder_format}\n\n{hooks}"
+    )
+    return dict(zip(VIEWS, (prompt, skills, tools, hooks), strict=True))
+
+
+def trajectory_text(trajectory: Trajectory) -> str:
+    """One line per step: the viewer message, each tool call, each reply."""
+    lines = [f"viewer  {trajectory.viewer_message}"]
+    for n, turn in enumerate(trajectory.turns, 1):
+        for call in turn.tool_calls:
+            args = json.dumps(call.arguments, ensure_ascii=False, separators=(", ", ": "))
+            lines.append(f"turn {n}  call {call.name} {args}")
+        if turn.parse_errors:
+            lines.append(f"turn {n}  unparsed {turn.content}")
+        elif not turn.tool_calls or turn.content:
+            lines.append(f"turn {n}  reply {turn.content}")
+    return "\n".join(lines)
+
+
+def _gold(task: Task, harness: Harness) -> Any:
+    from core.sim.catalog import load_catalog
+    from core.sim.oracle import gold_trajectory
+
+    return asyncio.run(gold_trajectory(task, harness, load_catalog(), add_distractors=False))
+
+
+def compute_variant(harness: Harness, request: VariantRequest) -> VariantView:
+    """Sample the variant of `harness` for `request` and remap the task's gold onto it."""
+    from core.hsa.augment import AugmentError, augment_variant
+
+    tasks = {t.id: t for t in task_choices()}
+    task = tasks.get(request.task_id)
+    if task is None:
+        raise ValueError(f"unknown task {request.task_id!r}")
+    policy = request.policy()
+    gold_problem = ""
+    trace = None
+    try:
+        trace = _gold(task, harness)
+    except Exception as exc:  # the oracle needs the simulator's tools; say why, show the variant
+        gold_problem = (
+            f"the oracle cannot play this task on this harness ({type(exc).__name__}: {exc})"
+        )
+    dropped: list[tuple[str, str]] = []
+    remapped: Trajectory | None = None
+    variant: Variant
+    if trace is not None and not gold_problem:
+        try:
+            augmented = augment_variant(harness, trace, policy, request.seed)
+        except AugmentError as exc:
+            gold_problem = "; ".join(exc.problems)
+            variant = sample_variant(harness, policy, request.seed)
+        else:
+            variant, remapped, dropped = augmented.variant, augmented.trajectory, augmented.dropped
+    else:
+        variant = sample_variant(harness, policy, request.seed)
+    view = VariantView(
+        request=request,
+        task=task,
+        original=harness,
+        variant=variant.harness,
+        applied=list(variant.applied),
+        skipped=list(variant.skipped),
+        dropped=dropped,
+        before=harness_views(harness),
+        after=harness_views(variant.harness),
+        gold_problem=gold_problem,
+        trajectory=remapped,
+    )
+    record = variant.record()
+    record["dropped"] = [[n, r] for n, r in dropped]
+    record["task"] = task.id
+    view.record = record
+    if trace is not None and not gold_problem:
+        view.gold_before = trajectory_text(trace.trajectory)
+        view.gold_after = trajectory_text(remapped) if remapped is not None else ""
+    return view
+
+
+def export_variant(view: VariantView, folder: Path) -> Path:
+    """Write the variant harness as a folder, and its provenance (policy, seed, transforms,
+    mapping chain, remapped gold) next to it as `<folder>.variant.json`. Returns that file."""
+    export_folder(view.variant, folder)
+    sidecar = folder.with_name(folder.name + ".variant.json")
+    data = dict(view.record)
+    if view.trajectory is not None:
+        data["gold"] = view.trajectory.model_dump(mode="json")
+    sidecar.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return sidecar
+
+
+def transform_label(name: str) -> str:
+    """`tool_rename_semantic` -> "tool rename semantic"; `prompt.style` -> "prompt style"."""
+    return name.replace(".", " ").replace("_", " ")

@@ -1,0 +1,408 @@
+"""The main window: left navigation, the pages, the status bar, shortcuts, restored state.
+
+The window paints before anything heavy is imported: the shell here needs Qt only, and the
+workspace (SQLAlchemy, alembic, the harness models) is opened in a worker once the first frame
+is on screen. Pages fill in when `StudioContext.opened` fires.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QByteArray, QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QButtonGroup,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QStackedWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from studio import dialogs, theme, workspace
+from studio.context import StudioContext
+from studio.jobs import jobs
+from studio.pages.placeholder import PLANNED, PlaceholderPage
+from studio.widgets.common import Toast, label
+
+NAV = (
+    ("harness", "Harness", "harness"),
+    ("variants", "Variants", "variants"),
+    ("data", "Data", "data"),
+    ("train", "Train", "train"),
+    ("evaluate", "Evaluate", "evaluate"),
+    ("chat", "Chat", "chat"),
+    ("runs", "Runs", "runs"),
+)
+
+
+class _FirstPaint(QObject):
+    painted = Signal()
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint:
+            obj.removeEventFilter(self)
+            QTimer.singleShot(0, self.painted.emit)
+        return False
+
+
+class MainWindow(QMainWindow):
+    def __init__(
+        self,
+        home: Path,
+        guard: workspace.InstanceGuard | None = None,
+        *,
+        busy_timeout: float = 3.0,
+        open_on_paint: bool = True,
+    ) -> None:
+        super().__init__()
+        self.home = Path(home)
+        self.guard = guard
+        self._closing_ok = False
+        self.settings = workspace.settings(self.home)
+        self.ctx = StudioContext(self.home, self.settings, jobs(), busy_timeout)
+        self.setWindowTitle("HAT Studio[*]")
+        self.setMinimumSize(1080, 680)
+
+        central = QWidget()
+        row = QHBoxLayout(central)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(0)
+        row.addWidget(self._build_sidebar())
+        self.pages = QStackedWidget()
+        row.addWidget(self.pages, 1)
+        self.setCentralWidget(central)
+        self.page_widgets: dict[str, QWidget] = {}
+        self._lazy: dict[str, Any] = {}
+        self._build_pages()
+        self._build_status()
+        self._build_actions()
+        self.toast = Toast(self.pages)
+        self.ctx.message.connect(self._message)
+        self.ctx.opened.connect(self._opened)
+        self.ctx.openFailed.connect(lambda m: self.status_version.setText("workspace not opened"))
+        self._restore()
+        if open_on_paint:
+            self._first_paint = _FirstPaint(self)
+            self._first_paint.painted.connect(self.ctx.open)
+            self.installEventFilter(self._first_paint)
+
+    # ------------------------------------------------------------------ building
+
+    def _build_sidebar(self) -> QWidget:
+        side = QFrame()
+        side.setObjectName("Sidebar")
+        side.setFixedWidth(212)
+        lay = QVBoxLayout(side)
+        lay.setContentsMargins(12, 16, 12, 12)
+        lay.setSpacing(2)
+        brand = QHBoxLayout()
+        brand.setSpacing(10)
+        logo = QLabel()
+        logo.setPixmap(theme.logo_pixmap(30))
+        brand.addWidget(logo)
+        names = QVBoxLayout()
+        names.setSpacing(0)
+        names.addWidget(label("HAT Studio", "AppTitle"))
+        names.addWidget(label("Harness-aware training", "AppSubtitle"))
+        brand.addLayout(names, 1)
+        lay.addLayout(brand)
+        lay.addSpacing(14)
+        self.nav_group = QButtonGroup(self)
+        self.nav_group.setExclusive(True)
+        self.nav_buttons: dict[str, QToolButton] = {}
+        sections = {"harness": "AUTHOR", "data": "TRAIN & EVALUATE", "chat": "USE"}
+        for i, (key, title, icon) in enumerate(NAV):
+            if key in sections:
+                if key != "harness":
+                    lay.addSpacing(6)
+                lay.addWidget(label(sections[key], "NavSection"))
+            b = QToolButton()
+            b.setObjectName("NavButton")
+            b.setText(f"  {title}")
+            b.setCheckable(True)
+            b.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+            b.setSizePolicy(
+                b.sizePolicy().horizontalPolicy().Expanding, b.sizePolicy().verticalPolicy()
+            )
+            b.setMinimumWidth(186)
+            b.setCursor(Qt.CursorShape.PointingHandCursor)
+            b.setToolTip(f"{title}  (Ctrl+{i + 1})")
+            theme.bind(
+                b,
+                lambda w, ic=icon: w.setIcon(
+                    theme.icon(ic, "accent-text" if w.isChecked() else "text-muted")
+                ),
+            )  # type: ignore[attr-defined]
+            b.toggled.connect(
+                lambda _on, w=b, ic=icon: w.setIcon(
+                    theme.icon(ic, "accent-text" if w.isChecked() else "text-muted")
+                )
+            )
+            b.clicked.connect(lambda _c=False, k=key: self.show_page(k))
+            self.nav_group.addButton(b)
+            self.nav_buttons[key] = b
+            lay.addWidget(b)
+        lay.addStretch(1)
+        lay.addWidget(label("WORKSPACE", "NavSection"))
+        self.workspace_button = QToolButton()
+        self.workspace_button.setObjectName("WorkspaceButton")
+        self.workspace_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.workspace_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.workspace_button.setMinimumWidth(186)
+        theme.bind_icon(self.workspace_button, "folder", "text-muted")
+        self.workspace_menu = QMenu(self.workspace_button)
+        self.workspace_menu.aboutToShow.connect(self._fill_workspace_menu)
+        self.workspace_button.setMenu(self.workspace_menu)
+        lay.addWidget(self.workspace_button)
+        lay.addSpacing(8)
+        bottom = QHBoxLayout()
+        bottom.setSpacing(6)
+        self.theme_button = QToolButton()
+        self.theme_button.setObjectName("ThemeButton")
+        self.theme_button.setToolTip("Switch between light and dark  (Ctrl+Shift+L)")
+        self.theme_button.clicked.connect(self.toggle_theme)
+        theme.bind(
+            self.theme_button,
+            lambda w: w.setIcon(theme.icon("moon" if theme.current() == "light" else "sun")),
+        )  # type: ignore[attr-defined]
+        bottom.addWidget(self.theme_button)
+        bottom.addWidget(label("v0.1", "Faint"))
+        bottom.addStretch(1)
+        lay.addLayout(bottom)
+        self._update_workspace_button()
+        return side
+
+    def _build_pages(self) -> None:
+        from studio.pages.harness_page import HarnessPage
+        from studio.pages.variants_page import VariantsPage
+
+        self.harness_page = HarnessPage(self.ctx)
+        self.variants_page = VariantsPage(self.ctx)
+        self._add_page("harness", self.harness_page)
+        self._add_page("variants", self.variants_page)
+        for planned in PLANNED:
+            self._add_page(planned.key, PlaceholderPage(planned))
+
+    def _add_page(self, key: str, widget: QWidget) -> None:
+        self.page_widgets[key] = widget
+        self.pages.addWidget(widget)
+
+    def _build_status(self) -> None:
+        bar = self.statusBar()
+        bar.setSizeGripEnabled(False)
+        self.status_workspace = QLabel()
+        self.status_workspace.setObjectName("StatusItem")
+        bar.addWidget(self.status_workspace)
+        self.status_version = label("opening workspace…", "StatusItem")
+        bar.addWidget(self.status_version)
+        self.status_server = QLabel()
+        self.status_server.setObjectName("StatusItem")
+        self.status_jobs = QLabel()
+        self.status_jobs.setObjectName("StatusItem")
+        bar.addPermanentWidget(self.status_server)
+        bar.addPermanentWidget(self.status_jobs)
+        theme.bind(self, lambda _w: self._refresh_status())
+        jobs().countChanged.connect(lambda _n: self._refresh_status())
+        self.ctx.session.dirtyChanged.connect(lambda _d: self._refresh_status())
+        self.ctx.versionsChanged.connect(self._refresh_status)
+        self.ctx.harnessChanged.connect(lambda _n: self._refresh_status())
+
+    def _refresh_status(self) -> None:
+        faint, ok = theme.color("text-faint"), theme.color("success")
+        self.status_workspace.setText(f"Workspace  {workspace.describe_home(self.home)}")
+        self.status_server.setText(f"<span style='color:{faint}'>●</span>&nbsp; No model server")
+        self.status_server.setToolTip("Start a model server from the Chat page (next release)")
+        n = jobs().running
+        dot = ok if n else faint
+        names = ", ".join(jobs().labels())
+        self.status_jobs.setText(
+            f"<span style='color:{dot}'>●</span>&nbsp; {n} job{'s' if n != 1 else ''} running"
+        )
+        self.status_jobs.setToolTip(names or "No background work")
+        doc = self.ctx.session.doc
+        if doc is not None:
+            star = "  · unsaved changes" if self.ctx.session.dirty else ""
+            self.status_version.setText(f"{doc.harness.name} @ {(doc.version_id or '')[:10]}{star}")
+
+    def _build_actions(self) -> None:
+        def add(text: str, keys: list[QKeySequence | str], slot: Any) -> QAction:
+            act = QAction(text, self)
+            act.setShortcuts([QKeySequence(k) for k in keys])
+            act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            act.triggered.connect(slot)
+            self.addAction(act)
+            return act
+
+        self.save_action = add(
+            "Save version", [QKeySequence.StandardKey.Save], lambda: self.harness_page.save()
+        )
+        self.undo_action = add("Undo", [QKeySequence.StandardKey.Undo], self.harness_page.undo)
+        self.redo_action = add("Redo", ["Ctrl+Shift+Z", "Ctrl+Y"], self.harness_page.redo)
+        self.filter_action = add("Filter", [QKeySequence.StandardKey.Find], self._focus_filter)
+        self.theme_action = add("Toggle theme", ["Ctrl+Shift+L"], self.toggle_theme)
+        self.page_actions = [
+            add(f"Go to {title}", [f"Ctrl+{i + 1}"], lambda _c=False, k=key: self.show_page(k))
+            for i, (key, title, _icon) in enumerate(NAV)
+        ]
+
+    # ------------------------------------------------------------------ pages
+
+    def show_page(self, key: str) -> None:
+        widget = self.page_widgets.get(key)
+        if widget is None:
+            return
+        self.pages.setCurrentWidget(widget)
+        button = self.nav_buttons[key]
+        if not button.isChecked():
+            button.setChecked(True)
+        self.settings.setValue("window/page", key)
+
+    def current_page(self) -> str:
+        widget = self.pages.currentWidget()
+        return next((k for k, w in self.page_widgets.items() if w is widget), "harness")
+
+    def _focus_filter(self) -> None:
+        if self.current_page() != "harness":
+            self.show_page("harness")
+        self.harness_page.tabs.setCurrentIndex(0)
+        self.harness_page.tree.focus_filter()
+
+    def toggle_theme(self) -> None:
+        name = "dark" if theme.current() == "light" else "light"
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            theme.apply(app, name)
+        self.settings.setValue("window/theme", name)
+
+    def _message(self, kind: str, text: str) -> None:
+        if kind == "error":
+            self.harness_page.banner.show_message("error", text)
+            if self.current_page() != "harness":
+                self.toast.show_text(text, "alert", 4000)
+        else:
+            self.toast.show_text(text, "check" if kind == "success" else "info")
+
+    def _opened(self) -> None:
+        self._refresh_status()
+        if self.ctx.created_demo:
+            self.ctx.message.emit(
+                "success", "Welcome: the demo workspace is ready (live-host harness)"
+            )
+
+    # ------------------------------------------------------------------ workspace
+
+    def _update_workspace_button(self) -> None:
+        text = workspace.describe_home(self.home)
+        metrics = self.workspace_button.fontMetrics()
+        self.workspace_button.setText(metrics.elidedText(text, Qt.TextElideMode.ElideMiddle, 150))
+        self.workspace_button.setToolTip(f"Workspace folder: {self.home}")
+
+    def _fill_workspace_menu(self) -> None:
+        menu = self.workspace_menu
+        menu.clear()
+        head = menu.addAction(theme.icon("workspace"), str(self.home))
+        head.setEnabled(False)
+        menu.addSeparator()
+        menu.addAction(theme.icon("folder"), "Open workspace folder…", self._choose_workspace)
+        recents = [
+            r
+            for r in (self.settings.value("workspace/recent", []) or [])
+            if r and r != str(self.home)
+        ]
+        if isinstance(recents, str):
+            recents = [recents]
+        if recents:
+            menu.addSeparator()
+            for path in recents[:6]:
+                menu.addAction(
+                    theme.icon("history"), path, lambda p=path: self.switch_workspace(Path(p))
+                )
+
+    def _choose_workspace(self) -> None:
+        path = dialogs.choose_folder(
+            self, "Open a workspace folder (a HAT home)", str(self.home.parent)
+        )
+        if path:
+            self.switch_workspace(Path(path))
+
+    def switch_workspace(self, home: Path) -> bool:
+        """Open another home folder in this window (after asking about unsaved edits)."""
+        home = Path(home)
+        if home == self.home:
+            return True
+        if not self.harness_page.confirm_leave(
+            "switching workspace", lambda: self.switch_workspace(home)
+        ):
+            return False
+        guard = workspace.InstanceGuard(home)
+        try:
+            guard.acquire()
+        except workspace.AnotherInstance as exc:
+            dialogs.error(self, "Workspace in use", str(exc))
+            return False
+        self._save_state()
+        previous = str(self.home)
+        if self.guard is not None:
+            self.guard.release()
+        self.guard = guard
+        self.ctx.close()
+        self.home = home
+        self.settings = workspace.settings(home)
+        recents = [
+            previous,
+            *[r for r in (self.settings.value("workspace/recent", []) or []) if r != previous],
+        ]
+        self.settings.setValue("workspace/recent", recents[:8])
+        self.ctx.home = home
+        self.ctx.settings = self.settings
+        self.ctx.session.doc = None
+        self._update_workspace_button()
+        self.status_version.setText("opening workspace…")
+        self._refresh_status()
+        self.ctx.open()
+        return True
+
+    # ------------------------------------------------------------------ state
+
+    def _restore(self) -> None:
+        geometry = self.settings.value("window/geometry")
+        if isinstance(geometry, QByteArray) and not geometry.isEmpty():
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1440, 900)
+        page = str(self.settings.value("window/page", "harness") or "harness")
+        self.show_page(page if page in self.page_widgets else "harness")
+        wanted = str(self.settings.value("window/theme", "") or "")
+        app = QApplication.instance()
+        if wanted in theme.THEMES and wanted != theme.current() and isinstance(app, QApplication):
+            theme.apply(app, wanted)
+
+    def _save_state(self) -> None:
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/page", self.current_page())
+        self.settings.setValue("window/theme", theme.current())
+        self.settings.sync()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if not self._closing_ok and not self.harness_page.confirm_leave(
+            "closing", self._close_after_save
+        ):
+            event.ignore()
+            return
+        self._save_state()
+        self.ctx.close()
+        if self.guard is not None:
+            self.guard.release()
+        event.accept()
+
+    def _close_after_save(self) -> None:
+        self._closing_ok = True
+        self.close()

@@ -1,0 +1,238 @@
+"""What every component editor shares: load a component by uid, validate input as the user
+types (debounced), push valid edits to the session, keep broken input as a draft with its
+problems shown at the fields they name."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+
+from core.harness import HarnessError, Problem
+from studio import theme
+from studio.logic.document import Draft
+from studio.session import EditSession
+from studio.widgets.common import Banner, Field, chip, label
+
+DEBOUNCE_MS = 220
+_LINE_RE = re.compile(r"line (\d+)")
+
+
+def problem_line(problem: Problem) -> int | None:
+    match = _LINE_RE.search(problem.field) or _LINE_RE.search(problem.message)
+    return int(match.group(1)) if match else None
+
+
+class ComponentEditor(QWidget):
+    attr = ""
+    noun = ""
+    icon_name = ""
+
+    def __init__(self, session: EditSession, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session = session
+        self.uid: int | None = None
+        self._loading = False
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(DEBOUNCE_MS)
+        self._timer.timeout.connect(self.commit)
+        self.fields: dict[str, Field] = {}
+        self.merge_field = "form"
+        self._shown: Any = None
+        session.changed.connect(self._on_changed)
+
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.setSpacing(0)
+        # Title strip
+        head = QFrame()
+        head.setObjectName("EditorHead")
+        hl = QHBoxLayout(head)
+        hl.setContentsMargins(24, 16, 24, 8)
+        hl.setSpacing(10)
+        self.head_icon = QLabel()
+        theme.bind_icon(self.head_icon, self.icon_name or "skill", "accent", 20)
+        self.head_title = label("", "SectionTitle")
+        self.head_kind = chip(self.noun, "neutral")
+        hl.addWidget(self.head_icon)
+        hl.addWidget(self.head_title)
+        hl.addWidget(self.head_kind)
+        hl.addStretch(1)
+        self.head_actions = QHBoxLayout()
+        self.head_actions.setSpacing(6)
+        hl.addLayout(self.head_actions)
+        outer.addWidget(head)
+        self.banner = Banner()
+        bw = QWidget()
+        bl = QVBoxLayout(bw)
+        bl.setContentsMargins(24, 0, 24, 0)
+        bl.addWidget(self.banner)
+        outer.addWidget(bw)
+        self.body = QVBoxLayout()
+        self.body.setContentsMargins(24, 8, 24, 20)
+        self.body.setSpacing(14)
+        outer.addLayout(self.body, 1)
+
+    @staticmethod
+    def scrolling(widget: QWidget) -> QScrollArea:
+        area = QScrollArea()
+        area.setWidgetResizable(True)
+        area.setFrameShape(QFrame.Shape.NoFrame)
+        area.setWidget(widget)
+        return area
+
+    # ------------------------------------------------------------------ identity
+
+    @property
+    def key(self) -> str:
+        return f"{self.attr}:{self.uid}"
+
+    @property
+    def index(self) -> int | None:
+        if self.uid is None or self.session.doc is None:
+            return None
+        return self.session.doc.index_of(self.attr, self.uid)
+
+    def current(self) -> Any:
+        i = self.index
+        return None if i is None else self.session.doc.item(self.attr, i)  # type: ignore[union-attr]
+
+    def show_component(self, uid: int) -> None:
+        self.flush()
+        self.uid = uid
+        self.reload()
+
+    def reload(self) -> None:
+        item = self.current()
+        if item is None:
+            return
+        self._shown = item
+        self._loading = True
+        try:
+            draft = self.session.draft(self.key)
+            self.fill(item)
+            if draft is not None:
+                self.restore(draft.raw)
+                self.show_problems(draft.problems)
+            else:
+                self.show_problems([])
+            self.head_title.setText(self.title_of(item))
+        finally:
+            self._loading = False
+
+    def title_of(self, item: Any) -> str:
+        return str(item.name)
+
+    def _on_changed(self, attr: str, origin: object) -> None:
+        if attr != self.attr or origin is self or self.uid is None:
+            return
+        item = self.current()
+        if item is None or item is self._shown:
+            return  # another component of the same kind changed
+        # Undo/redo (or another view) changed this component: show it, drop the stale draft.
+        self.session.set_draft(self.key, None)
+        self.reload()
+
+    # ------------------------------------------------------------------ editing
+
+    def edited(self, field: str = "form") -> None:
+        if self._loading or self.uid is None:
+            return
+        self.merge_field = field
+        self._timer.start()
+
+    def flush(self) -> None:
+        if self._timer.isActive():
+            self._timer.stop()
+            self.commit()
+
+    def commit(self) -> None:
+        self._timer.stop()
+        i = self.index
+        if i is None or self.session.doc is None:
+            return
+        current = self.session.doc.item(self.attr, i)
+        try:
+            new = self.build(current)
+            if new != current:
+                snap = self.session.doc.replaced(self.attr, i, new)
+                self.session.push(
+                    snap,
+                    f"Edit {self.noun.lower()} {new.name}",
+                    origin=self,
+                    merge_key=(self.uid, self.merge_field),
+                )
+                self._shown = new
+        except HarnessError as exc:
+            problems = [self.translate(p) for p in exc.problems]
+            name = getattr(current, "name", "")
+            self.session.set_draft(self.key, Draft(f"{self.noun} {name}", self.capture(), problems))
+            self.show_problems(problems)
+            return
+        self.session.set_draft(self.key, None)
+        self.show_problems([])
+        self.after_commit()
+
+    def after_commit(self) -> None:
+        item = self.current()
+        if item is not None:
+            self.head_title.setText(self.title_of(item))
+
+    def translate(self, problem: Problem) -> Problem:
+        """Harness-level problems (duplicate names) point at this editor's name field."""
+        if problem.file == "harness.yaml" and problem.field in (
+            "skills",
+            "tools",
+            "hooks",
+            "settings.load_skill_tool",
+        ):
+            return Problem(problem.file, "name", problem.message)
+        return problem
+
+    def show_problems(self, problems: list[Problem]) -> None:
+        by_field: dict[str, list[str]] = {}
+        loose: list[str] = []
+        for p in problems:
+            target = self.field_for(p.field)
+            if target is None:
+                where = f"{p.field}: " if p.field else ""
+                loose.append(f"{where}{p.message}")
+            else:
+                by_field.setdefault(target, []).append(p.message)
+        for name, f in self.fields.items():
+            msgs = by_field.get(name)
+            f.set_error("; ".join(msgs) if msgs else None)
+        extra = self.show_other_problems(problems)
+        loose = [m for m in loose if m not in extra]
+        if loose:
+            self.banner.show_message("error", "\n".join(loose), closable=False)
+        else:
+            self.banner.hide()
+
+    def field_for(self, field: str) -> str | None:
+        if field in self.fields:
+            return field
+        head = field.split(".", 1)[0]
+        return head if head in self.fields else None
+
+    def show_other_problems(self, problems: list[Problem]) -> set[str]:
+        """Editors with special places for problems (raw text, parameter rows) show them and
+        return the messages they took."""
+        return set()
+
+    # ------------------------------------------------------------------ per editor
+
+    def fill(self, item: Any) -> None:
+        raise NotImplementedError
+
+    def build(self, current: Any) -> Any:
+        raise NotImplementedError
+
+    def capture(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def restore(self, raw: dict[str, Any]) -> None:
+        raise NotImplementedError

@@ -1,0 +1,441 @@
+"""The Harness page: the editor (tree + component editors) and the version history.
+
+Loading and saving go through worker jobs. Saving is refused, with the list of what to fix,
+while any editor holds input that does not validate; nothing is lost either way. A failed save
+(e.g. the database is locked by another process) leaves every edit where it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QSplitter,
+    QStackedWidget,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.harness import HarnessError
+from studio import dialogs, theme
+from studio.context import StudioContext
+from studio.pages.component_tree import ComponentTree
+from studio.pages.hook_editor import HookEditor
+from studio.pages.overview import OverviewEditor
+from studio.pages.prompt_editor import PromptEditor
+from studio.pages.skill_editor import SkillEditor
+from studio.pages.tool_editor import ToolEditor
+from studio.pages.versions_view import VersionsView
+from studio.widgets.common import Banner, PageHeader, button, chip, label, label_kind, tool_button
+
+
+class HarnessPage(QWidget):
+    saved = Signal(str)
+    """A version was saved (its id)."""
+
+    def __init__(self, ctx: StudioContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("Page")
+        self.ctx = ctx
+        self.session = ctx.session
+        self._saving = False
+        self._pending_after_save: Any = None
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+
+        self.header = PageHeader("Harness", "Loading workspace…")
+        self.harness_picker = QComboBox()
+        self.harness_picker.setMinimumWidth(150)
+        self.harness_picker.setToolTip("Harness in this workspace")
+        self.header.add(self.harness_picker)
+        self.dirty = label("", "DirtyDot")
+        self.header.add(self.dirty)
+        self.undo_button = tool_button("undo", "Undo  (Ctrl+Z)")
+        self.redo_button = tool_button("redo", "Redo  (Ctrl+Shift+Z)")
+        self.header.add(self.undo_button)
+        self.header.add(self.redo_button)
+        self.save_button = button(
+            "Save version",
+            "save",
+            "primary",
+            "Save the harness as a new immutable version  (Ctrl+S)",
+        )
+        self.header.add(self.save_button)
+        lay.addWidget(self.header)
+
+        self.banner = Banner()
+        bw = QWidget()
+        bl = QVBoxLayout(bw)
+        bl.setContentsMargins(24, 8, 24, 0)
+        bl.addWidget(self.banner)
+        bw.setVisible(True)
+        lay.addWidget(bw)
+
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.tabBar().setContentsMargins(20, 0, 0, 0)
+        # ---- editor tab
+        editor = QWidget()
+        el = QHBoxLayout(editor)
+        el.setContentsMargins(12, 4, 12, 12)
+        el.setSpacing(0)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        self.tree = ComponentTree(self.session)
+        self.tree.setMinimumWidth(220)
+        split.addWidget(self.tree)
+        self.stack = QStackedWidget()
+        frame = QFrame()
+        frame.setObjectName("Pane")
+        fl = QVBoxLayout(frame)
+        fl.setContentsMargins(0, 0, 0, 0)
+        fl.addWidget(self.stack)
+        split.addWidget(frame)
+        split.setSizes([260, 1000])
+        split.setStretchFactor(1, 1)
+        el.addWidget(split)
+        self.overview = OverviewEditor(self.session)
+        self.prompt_editor = PromptEditor(self.session)
+        self.skill_editor = SkillEditor(self.session)
+        self.tool_editor = ToolEditor(self.session)
+        self.hook_editor = HookEditor(self.session)
+        self.loading = QLabel("Opening the workspace…")
+        self.loading.setObjectName("Muted")
+        self.loading.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        for w in (
+            self.loading,
+            self.overview,
+            self.prompt_editor,
+            self.skill_editor,
+            self.tool_editor,
+            self.hook_editor,
+        ):
+            self.stack.addWidget(w)
+        self.editors = {
+            "skills": self.skill_editor,
+            "tools": self.tool_editor,
+            "hooks": self.hook_editor,
+        }
+        self.tabs.addTab(editor, theme.icon("harness"), "Editor")
+        # ---- versions tab
+        self.versions = VersionsView(ctx)
+        self.tabs.addTab(self.versions, theme.icon("history"), "Versions")
+        lay.addWidget(self.tabs, 1)
+
+        self.undo_button.clicked.connect(self.undo)
+        self.redo_button.clicked.connect(self.redo)
+        self.save_button.clicked.connect(lambda: self.save())
+        self.session.stack.canUndoChanged.connect(self.undo_button.setEnabled)
+        self.session.stack.canRedoChanged.connect(self.redo_button.setEnabled)
+        self.session.dirtyChanged.connect(lambda _d: self._update_header())
+        self.session.draftsChanged.connect(self._update_header)
+        self.tree.selected.connect(self._select)
+        self.tree.add_requested.connect(self.add_component)
+        self.tree.delete_requested.connect(self.delete_component)
+        self.tree.duplicate_requested.connect(self.duplicate_component)
+        self.tree.move_requested.connect(self.move_component)
+        self.overview.open_location.connect(self._open_location)
+        self.versions.open_version.connect(self.open_version)
+        self.versions.rolled_back.connect(self._rolled_back)
+        self.harness_picker.activated.connect(self._pick_harness)
+        ctx.opened.connect(self._store_opened)
+        ctx.openFailed.connect(self._open_failed)
+        ctx.versionsChanged.connect(self._update_header)
+        self.undo_button.setEnabled(False)
+        self.redo_button.setEnabled(False)
+        self.save_button.setEnabled(False)
+
+    # ------------------------------------------------------------------ loading
+
+    def _store_opened(self) -> None:
+        self.harness_picker.clear()
+        self.harness_picker.addItems(self.ctx.harness_names)
+        self.harness_picker.setCurrentText(self.ctx.harness_name)
+        self.load_ref("head", self.ctx.harness_name, restore_selection=True)
+
+    def _open_failed(self, message: str) -> None:
+        self.loading.setText("The workspace could not be opened.")
+        self.header.subtitle.setText("No workspace")
+        self.banner.show_message(
+            "error", f"Cannot open the workspace database: {message}", closable=False
+        )
+
+    def load_ref(self, ref: str, name: str, restore_selection: bool = False) -> None:
+        def work(store: Any) -> tuple[Any, Any]:
+            return store.load(ref, name), store.info(ref, name)
+
+        def done(result: tuple[Any, Any]) -> None:
+            harness, info = result
+            self.ctx.harness_name = name
+            self.ctx.settings.setValue("harness/name", name)
+            self.session.load(harness, info.id, info.labels)
+            self.versions.set_harness(name, info.id)
+            self._update_header()
+            self.save_button.setEnabled(True)
+            selected = (
+                str(self.ctx.settings.value("harness/selected", "") or "")
+                if restore_selection
+                else ""
+            )
+            attr, _, item = selected.partition(":")
+            if not (attr and self.tree.select_name(attr, item)):
+                self.tree.select("overview", None)
+            self.ctx.harnessChanged.emit(name)
+
+        self.ctx.run_store(work, on_done=done, label="Loading harness")
+
+    def _pick_harness(self, _index: int) -> None:
+        name = self.harness_picker.currentText()
+        if name == self.ctx.harness_name:
+            return
+        if not self.confirm_leave("opening another harness", lambda: self.load_ref("head", name)):
+            self.harness_picker.setCurrentText(self.ctx.harness_name)
+            return
+        self.load_ref("head", name)
+
+    def open_version(self, version_id: str) -> None:
+        if self.confirm_leave(
+            "opening another version", lambda: self.load_ref(version_id, self.ctx.harness_name)
+        ):
+            self.load_ref(version_id, self.ctx.harness_name)
+            self.tabs.setCurrentIndex(0)
+
+    def _rolled_back(self, version_id: str) -> None:
+        if not self.session.dirty:
+            self.load_ref(version_id, self.ctx.harness_name)
+
+    # ------------------------------------------------------------------ header
+
+    def _update_header(self) -> None:
+        doc = self.session.doc
+        if doc is None:
+            return
+        base = (doc.version_id or "")[:10]
+        labels = self.versions.labels_of(doc.version_id or "")
+        tag = f" · {', '.join(labels)}" if labels else ""
+        self.header.title.setText(f"Harness · {doc.harness.name}")
+        self.header.subtitle.setText(f"Editing from version {base}{tag}")
+        n_drafts = len(doc.drafts)
+        changes = self.session.stack.count() - max(0, self.session.stack.cleanIndex())
+        if n_drafts:
+            self.dirty.setText(f"●  {n_drafts} field{'s' if n_drafts > 1 else ''} to fix")
+            self.dirty.setToolTip("Some input does not validate yet; it is kept in its editor.")
+        elif self.session.dirty:
+            self.dirty.setText(f"●  {max(changes, 1)} unsaved change{'s' if changes > 1 else ''}")
+            self.dirty.setToolTip("Edits not yet in a saved version")
+        else:
+            self.dirty.setText("")
+        self.dirty.setVisible(bool(self.dirty.text()))
+        win = self.window()
+        if win is not None and win is not self:
+            win.setWindowModified(self.session.dirty)
+
+    # ------------------------------------------------------------------ selection
+
+    def _select(self, kind: str, key: Any) -> None:
+        self.flush()
+        if kind == "overview":
+            self.overview.reload()
+            self.stack.setCurrentWidget(self.overview)
+            self.ctx.settings.setValue("harness/selected", "overview:")
+        elif kind == "prompt":
+            if (
+                self.stack.currentWidget() is not self.prompt_editor
+                or self.prompt_editor._shown is None
+            ):
+                self.prompt_editor.reload()
+            self.stack.setCurrentWidget(self.prompt_editor)
+            if key:
+                self.prompt_editor.select_section(key)
+            self.ctx.settings.setValue("harness/selected", f"prompt:{key or ''}")
+        elif kind in self.editors:
+            editor = self.editors[kind]
+            editor.show_component(key)
+            self.stack.setCurrentWidget(editor)
+            item = editor.current()
+            if item is not None:
+                self.ctx.settings.setValue("harness/selected", f"{kind}:{item.name}")
+
+    def _open_location(self, attr: str, name: str) -> None:
+        if not self.tree.select_name(attr, name):
+            self.tree.select_name(attr, "")
+
+    def flush(self) -> None:
+        for w in (self.overview, self.prompt_editor, *self.editors.values()):
+            w.flush()
+
+    # ------------------------------------------------------------------ structure edits
+
+    def add_component(self, attr: str) -> None:
+        doc = self.session.doc
+        if doc is None:
+            return
+        self.flush()
+        item = {"skills": doc.new_skill, "tools": doc.new_tool, "hooks": doc.new_hook}[attr]()
+        index = len(getattr(doc.harness, attr))
+        self.session.push(
+            doc.inserted(attr, index, item), f"Add {attr[:-1]} {item.name}", origin=self
+        )
+        self.tree.select(attr, doc.uid(attr, index))
+
+    def duplicate_component(self, attr: str, index: int) -> None:
+        doc = self.session.doc
+        if doc is None:
+            return
+        self.flush()
+        src = doc.item(attr, index)
+        sep = "_" if attr == "tools" else "-"
+        name = doc.unique_name(attr, f"{src.name}{sep}copy", sep)
+        copy = src.model_copy(update={"name": name}, deep=True)
+        if attr == "tools":
+            copy = copy.model_copy(update={"binding": src.binding})
+        self.session.push(doc.inserted(attr, index + 1, copy), f"Duplicate {src.name}", origin=self)
+        self.tree.select(attr, doc.uid(attr, index + 1))
+
+    def delete_component(self, attr: str, index: int) -> None:
+        doc = self.session.doc
+        if doc is None:
+            return
+        self.flush()
+        uid = doc.uid(attr, index)
+        name = doc.item(attr, index).name
+        try:
+            self.session.push(doc.removed(attr, index), f"Delete {attr[:-1]} {name}", origin=self)
+        except HarnessError as exc:
+            self.banner.show_message("error", f"Cannot delete {name}: {exc}")
+            return
+        self.session.set_draft(f"{attr}:{uid}", None)
+        count = len(getattr(doc.harness, attr))
+        if count:
+            self.tree.select(attr, doc.uid(attr, min(index, count - 1)))
+        else:
+            self.tree.select("overview", None)
+        self.ctx.message.emit("info", f"Deleted {name}. Undo with Ctrl+Z.")
+
+    def move_component(self, attr: str, src: int, dst: int) -> None:
+        doc = self.session.doc
+        if doc is None or not (0 <= dst < len(getattr(doc.harness, attr))):
+            return
+        self.flush()
+        self.session.push(doc.moved(attr, src, dst), f"Move {attr[:-1]}", origin=self)
+
+    # ------------------------------------------------------------------ undo / redo
+
+    def undo(self) -> None:
+        self.flush()
+        self.session.stack.undo()
+
+    def redo(self) -> None:
+        self.flush()
+        self.session.stack.redo()
+
+    # ------------------------------------------------------------------ saving
+
+    def save_blockers(self) -> list[str]:
+        self.flush()
+        doc = self.session.doc
+        return doc.save_blockers() if doc is not None else []
+
+    def suggested_message(self) -> str:
+        stack = self.session.stack
+        texts: list[str] = []
+        for i in range(max(0, stack.cleanIndex()), stack.index()):
+            t = stack.text(i)
+            if t and t not in texts:
+                texts.append(t)
+        if not texts:
+            return "Save"
+        if len(texts) > 3:
+            return "; ".join(texts[:3]) + f" and {len(texts) - 3} more"
+        return "; ".join(texts)
+
+    def save(self, message: str | None = None, label_name: str = "", then: Any = None) -> bool:
+        """Ask for a message (unless given) and store a new version in the background.
+
+        Returns False when nothing was started (blocked by problems, cancelled, not loaded).
+        `then` runs after a successful save (e.g. continue closing the window).
+        """
+        doc = self.session.doc
+        if doc is None or self._saving:
+            return False
+        blockers = self.save_blockers()
+        if blockers:
+            text = "Fix these first; your input is kept in its editor:\n• " + "\n• ".join(
+                blockers[:8]
+            )
+            if len(blockers) > 8:
+                text += f"\n• … and {len(blockers) - 8} more"
+            self.banner.show_message("error", "Cannot save yet. " + text)
+            return False
+        if message is None:
+            labels = sorted({"production", "staging", *self.versions.all_labels()})
+            changes = self.session.stack.count() - max(0, self.session.stack.cleanIndex())
+            summary = f"{max(changes, 0)} change(s) since version {(doc.version_id or '')[:10]}. Versions are immutable: this adds one."
+            answer = dialogs.ask_save(self, self.suggested_message(), summary, labels)
+            if answer is None:
+                return False
+            message, label_name = answer
+        harness = doc.harness
+        parent = doc.version_id or "head"
+        self._saving = True
+        self.save_button.setEnabled(False)
+        self.save_button.setText("Saving…")
+
+        def work(store: Any) -> Any:
+            info = store.commit(harness, message, parent=parent)
+            if label_name:
+                store.tag(label_name, info.id)
+                info = store.info(info.id)
+            return info
+
+        def done(info: Any) -> None:
+            self._saving = False
+            self.save_button.setEnabled(True)
+            self.save_button.setText("Save version")
+            if self.session.doc is doc and doc.harness is harness:
+                self.session.mark_saved(info.id, info.labels)
+            else:
+                doc.version_id = info.id
+            self.banner.hide()
+            self.ctx.versionsChanged.emit()
+            self.versions.set_harness(harness.name, info.id)
+            self._update_header()
+            self.ctx.message.emit("success", f"Saved version {info.id[:10]}")
+            self.saved.emit(info.id)
+            if then is not None:
+                then()
+
+        def fail(exc: BaseException) -> None:
+            self._saving = False
+            self.save_button.setEnabled(True)
+            self.save_button.setText("Save version")
+            self.banner.show_message(
+                "error",
+                f"The version was not saved: {exc}\nYour edits are kept; nothing in the store changed. Try again.",
+            )
+
+        self.ctx.run_store(work, on_done=done, on_error=fail, label="Saving version")
+        return True
+
+    def confirm_leave(self, what: str, then: Any = None) -> bool:
+        """True when it is fine to replace the edited harness now. On "save", starts saving and
+        returns False; `then` runs after the save succeeds."""
+        self.flush()
+        if not self.session.dirty:
+            return True
+        answer = dialogs.ask_unsaved(self, what)
+        if answer == dialogs.DISCARD:
+            self.session.discard()
+            return True
+        if answer == dialogs.SAVE:
+            self.save(then=then)
+        return False
+
+    def labels_chip(self, name: str) -> QLabel:
+        return chip(name, label_kind(name))

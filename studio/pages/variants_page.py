@@ -1,0 +1,342 @@
+"""The Variants page: pick a task and a policy, see the original and the augmented harness side
+by side with the changes highlighted, and the task's gold trajectory before and after remap.
+
+Everything shown comes from `studio.logic.variants.compute_variant` (core HSA + the oracle),
+run in a worker; a newer request makes an older result stale, so quick clicks never show an
+out-of-date variant.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QSplitter,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from studio import dialogs
+from studio.context import StudioContext
+from studio.widgets.common import Banner, PageHeader, Segmented, button, chip, clear_layout, label
+from studio.widgets.diffview import SideBySideDiff
+
+DIMENSIONS = (
+    ("skill_ids", "Skill names"),
+    ("skill_content", "Skill content"),
+    ("tool_schemas", "Tool schemas"),
+    ("prompt", "Prompt structure"),
+    ("hooks", "Hook behaviour"),
+)
+VIEWS = ("System prompt", "Skills", "Tools", "Hooks")
+
+
+class VariantsPage(QWidget):
+    def __init__(self, ctx: StudioContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("Page")
+        self.ctx = ctx
+        self.view: Any = None
+        self._token = 0
+        self._ready = False
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        self.header = PageHeader(
+            "Variants",
+            "Harness-State Augmentation: the same task and behaviour under a different harness surface",
+        )
+        self.another = button("Another seed", "dice", "", "Sample a new variant with a fresh seed")
+        self.export_button = button(
+            "Export variant…", "export", "primary", "Write the variant harness and its provenance"
+        )
+        self.header.add(self.another)
+        self.header.add(self.export_button)
+        lay.addWidget(self.header)
+
+        body = QVBoxLayout()
+        body.setContentsMargins(24, 14, 24, 16)
+        body.setSpacing(12)
+        # ---- controls
+        controls = QFrame()
+        controls.setObjectName("Card")
+        grid = QGridLayout(controls)
+        grid.setContentsMargins(16, 12, 16, 12)
+        grid.setHorizontalSpacing(14)
+        grid.setVerticalSpacing(8)
+        self.task = QComboBox()
+        self.task.setMinimumWidth(360)
+        self.task.setMaxVisibleItems(18)
+        self.bank = Segmented([("train", "Train bank"), ("heldout", "Held-out bank")])
+        self.strength = Segmented([("light", "Light"), ("medium", "Medium"), ("heavy", "Heavy")])
+        self.strength.set_value("medium")
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 2_000_000_000)
+        self.seed.setValue(1)
+        self.seed.setPrefix("seed ")
+        self.seed.setMinimumWidth(120)
+        grid.addWidget(label("Task", "FieldLabel"), 0, 0)
+        grid.addWidget(self.task, 0, 1)
+        grid.addWidget(label("Policy", "FieldLabel"), 0, 2)
+        grid.addWidget(self.bank, 0, 3)
+        grid.addWidget(self.strength, 0, 4)
+        grid.addWidget(self.seed, 0, 5)
+        grid.addWidget(label("Dimensions", "FieldLabel"), 1, 0)
+        dims = QHBoxLayout()
+        dims.setSpacing(6)
+        self.dimension_buttons: dict[str, QToolButton] = {}
+        for key, title in DIMENSIONS:
+            b = QToolButton()
+            b.setObjectName("Toggle")
+            b.setText(title)
+            b.setCheckable(True)
+            b.setChecked(True)
+            b.setCursor(Qt.CursorShape.PointingHandCursor)
+            b.toggled.connect(self._dimension_toggled)
+            self.dimension_buttons[key] = b
+            dims.addWidget(b)
+        dims.addStretch(1)
+        grid.addLayout(dims, 1, 1, 1, 5)
+        grid.setColumnStretch(1, 1)
+        body.addWidget(controls)
+
+        self.banner = Banner()
+        body.addWidget(self.banner)
+        self.summary = QHBoxLayout()
+        self.summary.setSpacing(6)
+        body.addLayout(self.summary)
+
+        split = QSplitter(Qt.Orientation.Vertical)
+        top = QFrame()
+        top.setObjectName("Pane")
+        tl = QVBoxLayout(top)
+        tl.setContentsMargins(14, 10, 14, 12)
+        tl.setSpacing(8)
+        th = QHBoxLayout()
+        th.addWidget(label("Harness", "SectionTitle"))
+        th.addSpacing(10)
+        self.view_picker = Segmented([(v, v) for v in VIEWS])
+        th.addWidget(self.view_picker)
+        th.addStretch(1)
+        self.view_meta = label("", "Faint")
+        th.addWidget(self.view_meta)
+        tl.addLayout(th)
+        self.harness_diff = SideBySideDiff("Original", "Variant")
+        self.harness_diff.set_wrap(True)
+        tl.addWidget(self.harness_diff, 1)
+        split.addWidget(top)
+        bottom = QFrame()
+        bottom.setObjectName("Pane")
+        bl = QVBoxLayout(bottom)
+        bl.setContentsMargins(14, 10, 14, 12)
+        bl.setSpacing(8)
+        bh = QHBoxLayout()
+        bh.addWidget(label("Gold trajectory", "SectionTitle"))
+        bh.addStretch(1)
+        self.gold_meta = label(
+            "played by the oracle, remapped through the variant's mapping chain", "Faint"
+        )
+        bh.addWidget(self.gold_meta)
+        bl.addLayout(bh)
+        self.gold_diff = SideBySideDiff("Original harness", "After remap")
+        self.gold_diff.set_wrap(True)
+        bl.addWidget(self.gold_diff, 1)
+        split.addWidget(bottom)
+        split.setSizes([520, 260])
+        body.addWidget(split, 1)
+        lay.addLayout(body, 1)
+
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(120)
+        self._timer.timeout.connect(self.compute)
+        self.task.currentIndexChanged.connect(lambda _i: self.schedule())
+        self.bank.changed.connect(lambda _v: self.schedule())
+        self.strength.changed.connect(lambda _v: self.schedule())
+        self.seed.valueChanged.connect(lambda _v: self.schedule())
+        self.view_picker.changed.connect(lambda _v: self._show_view())
+        self.another.clicked.connect(self.another_seed)
+        self.export_button.clicked.connect(self.export_dialog)
+        self.export_button.setEnabled(False)
+        ctx.opened.connect(self._load_tasks)
+
+    # ------------------------------------------------------------------ tasks
+
+    def _load_tasks(self) -> None:
+        def work() -> Any:
+            from studio.logic.variants import task_choices, task_label
+
+            return [(t.id, task_label(t)) for t in task_choices()]
+
+        self.ctx.jobs.run(
+            work,
+            on_done=self._tasks_loaded,
+            on_error=lambda e: self.banner.show_message("error", str(e)),
+            label="Loading tasks",
+        )
+
+    def _tasks_loaded(self, tasks: list[tuple[str, str]]) -> None:
+        self.task.blockSignals(True)
+        self.task.clear()
+        for task_id, text in tasks:
+            self.task.addItem(text, task_id)
+        wanted = str(self.ctx.settings.value("variants/task", "") or "")
+        idx = self.task.findData(wanted)
+        self.task.setCurrentIndex(idx if idx >= 0 else 0)
+        self.task.blockSignals(False)
+        self._ready = True
+        if self.isVisible():
+            self.schedule()
+
+    def showEvent(self, event: Any) -> None:
+        if self._ready and self.view is None:
+            self.schedule()
+        super().showEvent(event)
+
+    # ------------------------------------------------------------------ requests
+
+    def _dimension_toggled(self) -> None:
+        on = [k for k, b in self.dimension_buttons.items() if b.isChecked()]
+        if not on:  # a policy needs at least one dimension
+            sender = self.sender()
+            if isinstance(sender, QToolButton):
+                sender.blockSignals(True)
+                sender.setChecked(True)
+                sender.blockSignals(False)
+            self.banner.show_message("info", "A policy needs at least one dimension.")
+            return
+        self.schedule()
+
+    def another_seed(self) -> None:
+        self.seed.setValue(random.randint(1, 999_999))
+
+    def schedule(self) -> None:
+        if self._ready:
+            self._timer.start()
+
+    def request(self) -> Any:
+        from studio.logic.variants import VariantRequest
+
+        return VariantRequest(
+            task_id=self.task.currentData(),
+            bank=self.bank.value(),
+            strength=self.strength.value(),
+            dimensions=tuple(k for k, b in self.dimension_buttons.items() if b.isChecked()),
+            seed=self.seed.value(),
+        )
+
+    def compute(self) -> None:
+        self._timer.stop()
+        doc = self.ctx.session.doc
+        if doc is None or self.task.currentData() is None:
+            return
+        from studio.logic.variants import compute_variant
+
+        self._token += 1
+        token = self._token
+        harness = doc.harness
+        req = self.request()
+        self.ctx.settings.setValue("variants/task", req.task_id)
+        self.view_meta.setText("sampling…")
+
+        def done(view: Any) -> None:
+            if token == self._token:
+                self.show_view(view)
+
+        def fail(exc: BaseException) -> None:
+            if token == self._token:
+                self.view_meta.setText("")
+                self.banner.show_message("error", f"No variant: {exc}")
+
+        self.ctx.jobs.run(
+            compute_variant, harness, req, on_done=done, on_error=fail, label="Sampling variant"
+        )
+
+    # ------------------------------------------------------------------ display
+
+    def show_view(self, view: Any) -> None:
+        from studio.logic.variants import transform_label
+
+        self.view = view
+        self.export_button.setEnabled(True)
+        if view.gold_problem:
+            self.banner.show_message("warning", f"No gold trajectory: {view.gold_problem}")
+        else:
+            self.banner.hide()
+        clear_layout(self.summary)
+        self.summary.addWidget(label("Applied", "FieldLabel"))
+        if view.applied:
+            for name in view.applied:
+                c = chip(transform_label(name), "custom")
+                self.summary.addWidget(c)
+        else:
+            self.summary.addWidget(chip("nothing (every pick was skipped)", "neutral"))
+        if view.skipped:
+            sk = chip(f"{len(view.skipped)} skipped", "neutral")
+            sk.setToolTip("\n".join(f"{transform_label(n)}: {r}" for n, r in view.skipped))
+            self.summary.addSpacing(8)
+            self.summary.addWidget(sk)
+        if view.dropped:
+            dr = chip(f"{len(view.dropped)} dropped by verification", "modified")
+            dr.setToolTip("\n".join(f"{transform_label(n)}: {r}" for n, r in view.dropped))
+            self.summary.addWidget(dr)
+        self.summary.addStretch(1)
+        self.summary.addWidget(label(f"{view.task.id} · seed {view.request.seed}", "Faint"))
+        self._show_view()
+        if view.gold_before:
+            self.gold_diff.set_texts(view.gold_before, view.gold_after)
+        else:
+            self.gold_diff.set_texts("(no gold trajectory)", "(no gold trajectory)")
+
+    def _show_view(self) -> None:
+        if self.view is None:
+            return
+        name = self.view_picker.value()
+        self.harness_diff.set_texts(self.view.before[name], self.view.after[name])
+        self.harness_diff.scroll_to_first_change()
+        from studio.logic.textdiff import stats
+
+        s = stats(self.harness_diff.rows)
+        self.view_meta.setText(
+            f"{s.changed} changed · {s.added} added · {s.removed} removed lines"
+            if s.total
+            else "no change in this view"
+        )
+
+    # ------------------------------------------------------------------ export
+
+    def export_dialog(self) -> None:
+        if self.view is None:
+            return
+        path = dialogs.choose_folder(self, "Export the variant into…")
+        if path:
+            self.export(Path(path) / f"{self.view.variant.name}-variant-{self.view.request.seed}")
+
+    def export(self, folder: Path) -> None:
+        from studio.logic.variants import export_variant
+
+        view = self.view
+        self.ctx.jobs.run(
+            export_variant,
+            view,
+            folder,
+            on_done=lambda sidecar: self.ctx.message.emit(
+                "success", f"Exported to {folder} (+ {Path(sidecar).name})"
+            ),
+            on_error=lambda exc: self.banner.show_message("error", f"Export failed: {exc}"),
+            label="Exporting variant",
+        )
+
+
+def _unused(_: QLabel) -> None:  # pragma: no cover
+    pass
