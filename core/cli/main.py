@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import typer
 
-from core.cli import bench_cmd, chat_cmd, data_cmd, harness_cmd, models_cmd, serve_cmd, sim_cmd
+from core.cli import (
+    bench_cmd,
+    chat_cmd,
+    data_cmd,
+    harness_cmd,
+    hsa_cmd,
+    models_cmd,
+    serve_cmd,
+    sim_cmd,
+)
 
 app = typer.Typer(
     name="hat",
@@ -19,6 +28,7 @@ app.add_typer(serve_cmd.app, name="serve")
 app.add_typer(chat_cmd.app, name="chat")
 app.add_typer(bench_cmd.app, name="bench")
 app.add_typer(data_cmd.app, name="data")
+app.add_typer(hsa_cmd.app, name="hsa")
 
 
 if __name__ == "__main__":

@@ -8,10 +8,15 @@ core/sim/surface.py) and the transform's JSON-able `mapping`, stored with each r
 Variant seeds are derived from (job seed, task id, variant index) by `variant_seed`, so a task
 gets the same variants in every run and a resumed job regenerates exactly what is missing.
 
-Until the HSA issue lands, the only sampler is `identity`: it returns the original harness and
-records the seed, so `--variants K` writes K extra rows per task that differ from the
-original only in their provenance. HSA registers its sampler with `register_sampler("hsa", fn)`
-(and should then be the default).
+Samplers: `identity` returns the original harness and records the seed (rows that differ
+from the original only in their provenance); `hsa` draws a real Harness-State Augmentation
+variant from the **train** bank at medium strength (core/hsa/policy.py), `hsa-light` and
+`hsa-heavy` the same at the other strengths, and `hsa-heldout` from the held-out bank (for
+Harness-Variant QA evaluation data, never for training). HSA variants need no mapping for the
+oracle and graders: renamed parameters travel in `Tool.binding_args` and renamed skills carry
+their role in `metadata.role` (core/sim/surface.py); the variant's record (policy, seed,
+transforms applied and skipped, the mapping chain) is stored as the row's `mapping`.
+`identity` stays the default of `variants_for` and of `hat data generate --sampler`.
 """
 
 from __future__ import annotations
@@ -52,7 +57,29 @@ def identity_sampler(harness: Harness, seed: int) -> HarnessVariant:
     return HarnessVariant(harness=harness, seed=seed, sampler="identity")
 
 
-SAMPLERS: dict[str, VariantSampler] = {"identity": identity_sampler}
+def hsa_sampler(
+    bank: str = "train", strength: str = "medium", *, name: str = "hsa"
+) -> VariantSampler:
+    """A sampler of HSA variants (`core.hsa.policy.sample_variant`) for one policy."""
+
+    def sample(harness: Harness, seed: int) -> HarnessVariant:
+        from core.hsa.policy import Policy, sample_variant
+
+        variant = sample_variant(harness, Policy(bank, strength), seed)
+        return HarnessVariant(
+            harness=variant.harness, seed=seed, sampler=name, mapping=variant.record()
+        )
+
+    return sample
+
+
+SAMPLERS: dict[str, VariantSampler] = {
+    "identity": identity_sampler,
+    "hsa": hsa_sampler(),
+    "hsa-light": hsa_sampler(strength="light", name="hsa-light"),
+    "hsa-heavy": hsa_sampler(strength="heavy", name="hsa-heavy"),
+    "hsa-heldout": hsa_sampler(bank="heldout", name="hsa-heldout"),
+}
 
 
 def register_sampler(name: str, sampler: VariantSampler) -> None:

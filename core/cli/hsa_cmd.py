@@ -1,0 +1,280 @@
+"""`hat hsa …`: Harness-State Augmentation from the command line.
+
+    hat hsa preview --seed 7 --policy heldout --strength heavy [--task test.coupon.0003]
+    hat hsa sample -n 20 --out variants/ --policy train --strength medium
+    hat hsa transforms
+
+`preview` shows what one variant changes — per harness component (canonical files and the
+rendered system prompt) and in the task's gold trajectory before and after the remap — plus
+the transforms applied, skipped (with the reason) and dropped by verification. `sample`
+writes K variant harness folders and a manifest of their seeds and transforms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from core.cli.common import console, fail, print_problems
+from core.harness import Harness, HarnessError, export_folder, import_folder
+
+if TYPE_CHECKING:
+    from core.hsa.augment import Augmented
+    from core.hsa.policy import Policy
+    from core.hsa.preview import Row
+    from core.sim.models import Task
+
+app = typer.Typer(help="Preview and sample harness variants (HSA).", no_args_is_help=True)
+
+BANKS = ("train", "heldout")
+STRENGTHS = ("light", "medium", "heavy")
+
+PolicyOpt = Annotated[
+    str, typer.Option("--policy", "-p", help="Bank: train | heldout (disjoint name banks).")
+]
+StrengthOpt = Annotated[str, typer.Option("--strength", "-s", help="light | medium | heavy.")]
+HarnessOpt = Annotated[
+    Path | None, typer.Option("--harness", help="Harness folder (default: the demo).")
+]
+DimsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--dimension", "-d", help="Limit to a dimension (repeatable)."),
+]
+
+
+def _harness(path: Path | None) -> Harness:
+    if path is None:
+        from core.harness.demo import load_demo_harness
+
+        return load_demo_harness()
+    try:
+        return import_folder(path)
+    except HarnessError as exc:
+        print_problems(exc, path)
+        raise typer.Exit(1) from None
+
+
+def _policy(bank: str, strength: str, dimensions: list[str] | None) -> Policy:
+    from core.hsa.policy import Policy
+    from core.hsa.transform import Dimension
+
+    if bank not in BANKS:
+        fail(f"--policy {bank!r}: use {' or '.join(BANKS)}")
+    if strength not in STRENGTHS:
+        fail(f"--strength {strength!r}: use {', '.join(STRENGTHS)}")
+    known = [d.value for d in Dimension]
+    for dim in dimensions or []:
+        if dim not in known:
+            fail(f"--dimension {dim!r}: use one of {', '.join(known)}")
+    return Policy(bank, strength, dimensions or None)
+
+
+def _task(task_id: str | None, seed: int) -> Task:
+    from core.sim.models import Split
+    from core.sim.tasks import SUITES, generate_tasks, load_suite
+
+    if task_id is None:
+        tasks = generate_tasks(Split.TEST, per_category=1)
+        return tasks[seed % len(tasks)]
+    head = task_id.split(".", 1)[0]
+    pools: list[Callable[[], list[Task]]] = []
+    if head in {s.value for s in Split}:
+        pools.append(lambda: generate_tasks(Split(head)))
+    pools += [partial(load_suite, name) for name in SUITES]
+    for pool in pools:
+        found = next((t for t in pool() if t.id == task_id), None)
+        if found is not None:
+            return found
+    fail(f"no task {task_id!r} in the train/dev/test splits or the suites ({', '.join(SUITES)})")
+
+
+# ----------------------------------------------------------------------------- preview
+
+
+_STYLE = {"replace": "yellow", "delete": "red", "insert": "green", "skip": "dim", "equal": ""}
+
+
+def _width() -> int:
+    """Side-by-side needs room: the terminal's width, or 160 columns when not a terminal."""
+    return console.width if console.is_terminal else 160
+
+
+def _side_by_side(rows: list[Row], left: str, right: str) -> Table:
+    table = Table(show_header=True, header_style="bold", expand=True)
+    table.add_column(left, ratio=1, overflow="fold")
+    table.add_column(right, ratio=1, overflow="fold")
+    for row in rows:
+        style = _STYLE.get(row.tag, "")
+        mark_l = "- " if row.tag in ("replace", "delete") else "  "
+        mark_r = "+ " if row.tag in ("replace", "insert") else "  "
+        table.add_row(
+            Text(mark_l + row.left if row.left else "", style=style),
+            Text(mark_r + row.right if row.right else "", style=style),
+        )
+    return table
+
+
+def _print_unified(lines: list[str]) -> None:
+    for line in lines:
+        style = ""
+        if line.startswith(("+++", "---")):
+            style = "bold"
+        elif line.startswith("+"):
+            style = "green"
+        elif line.startswith("-"):
+            style = "red"
+        elif line.startswith("@@"):
+            style = "cyan"
+        console.print(Text(line, style=style))
+
+
+def _print_diff(
+    before: list[str],
+    after: list[str],
+    name: str,
+    *,
+    unified: bool,
+    context: int,
+    width: int | None,
+) -> None:
+    from core.hsa.preview import side_by_side
+    from core.hsa.preview import unified as unified_diff
+
+    if unified:
+        _print_unified(unified_diff(before, after, name, context=context))
+    else:
+        table = _side_by_side(side_by_side(before, after, context=context), "original", "variant")
+        wide = width or _width()
+        if wide == console.width:
+            console.print(table)
+        else:  # Console.print clamps its width to the console's, so a wider one prints it
+            Console(width=wide, highlight=False, no_color=console.no_color).print(table)
+
+
+def _summary(result: Augmented) -> None:
+    variant = result.variant
+    console.print(
+        f"[bold]policy[/bold] {variant.policy.label}  [bold]seed[/bold] {variant.seed}  "
+        f"[bold]applied[/bold] {', '.join(variant.applied) or '(none)'}"
+    )
+    for name, reason in variant.skipped:
+        console.print(f"  [dim]skipped[/dim] {name}: {reason}")
+    for name, reason in result.dropped:
+        console.print(f"  [yellow]dropped[/yellow] {name}: {reason}")
+
+
+@app.command()
+def preview(
+    seed: Annotated[int, typer.Option("--seed", help="Variant seed.")] = 0,
+    policy: PolicyOpt = "train",
+    strength: StrengthOpt = "medium",
+    task: Annotated[
+        str | None, typer.Option("--task", help="Task id (default: a test task by seed).")
+    ] = None,
+    harness: HarnessOpt = None,
+    dimension: DimsOpt = None,
+    unified: Annotated[
+        bool, typer.Option("--unified", "-u", help="Unified diff instead of side by side.")
+    ] = False,
+    context: Annotated[int, typer.Option("--context", "-C", min=0)] = 2,
+    prompt: Annotated[
+        bool, typer.Option("--prompt/--no-prompt", help="Include the rendered system prompt.")
+    ] = True,
+    width: Annotated[int | None, typer.Option("--width", help="Table width (columns).")] = None,
+) -> None:
+    """Show one variant: per-component harness diff, gold trajectory before/after the remap,
+    transforms applied / skipped / dropped."""
+    from core.hsa.augment import AugmentError, augment_variant
+    from core.hsa.preview import component_diffs, renamed_paths, trajectory_lines
+    from core.sim.catalog import load_catalog
+    from core.sim.oracle import gold_trajectory
+
+    chosen = _policy(policy, strength, dimension)
+    base = _harness(harness)
+    the_task = _task(task, seed)
+    catalog = load_catalog()
+    gold = asyncio.run(gold_trajectory(the_task, base, catalog, add_distractors=False))
+    try:
+        result = augment_variant(base, gold, chosen, seed)
+    except AugmentError as exc:
+        fail(str(exc))
+    _summary(result)
+    renames = renamed_paths(base, result.variant.chain)
+    diffs = component_diffs(base, result.harness, renames=renames, system_prompt=prompt)
+    console.print(f"\n[bold]harness[/bold]: {len(diffs)} component(s) changed")
+    for diff in diffs:
+        where = f"{diff.old_path} -> {diff.path}" if diff.old_path else diff.path
+        console.rule(f"{diff.change.value} {diff.kind}: {where}")
+        _print_diff(
+            diff.before, diff.after, diff.path, unified=unified, context=context, width=width
+        )
+    console.rule(f"gold trajectory: {the_task.id} ({gold.status.value})")
+    before, after = trajectory_lines(gold.trajectory), trajectory_lines(result.trajectory)
+    if before == after:
+        console.print("(unchanged: the variant renames nothing the trajectory names)")
+        for line in before:
+            console.print(Text(line))
+    else:
+        _print_diff(before, after, "trajectory", unified=unified, context=10**6, width=width)
+
+
+# ----------------------------------------------------------------------------- sample
+
+
+@app.command()
+def sample(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the variant folders.")],
+    count: Annotated[int, typer.Option("-n", "--count", min=1, help="Variants to write.")] = 10,
+    seed: Annotated[int, typer.Option("--seed", help="First seed; variant i uses seed + i.")] = 0,
+    policy: PolicyOpt = "train",
+    strength: StrengthOpt = "medium",
+    harness: HarnessOpt = None,
+    dimension: DimsOpt = None,
+) -> None:
+    """Write K variant harness folders (variant-0001, …) and manifest.json (seeds and
+    transforms of each)."""
+    from core.hsa.policy import sample_variant
+
+    chosen = _policy(policy, strength, dimension)
+    base = _harness(harness)
+    if out.exists() and any(out.iterdir()):
+        fail(f"{out} is not empty")
+    out.mkdir(parents=True, exist_ok=True)
+    width = max(4, len(str(count)))
+    entries = []
+    for i in range(count):
+        variant = sample_variant(base, chosen, seed + i)
+        folder = f"variant-{i + 1:0{width}d}"
+        export_folder(variant.harness, out / folder)
+        entries.append({"folder": folder, **variant.record()})
+    manifest = {
+        "harness": base.name,
+        "policy": chosen.to_dict(),
+        "count": count,
+        "seeds": [seed + i for i in range(count)],
+        "variants": entries,
+    }
+    (out / "manifest.json").write_text(
+        json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    console.print(f"wrote {count} variant(s) of {base.name} ({chosen.label}) to {out}")
+
+
+@app.command("transforms")
+def list_transforms() -> None:
+    """List the registered transforms by dimension."""
+    from core.hsa.transform import transforms
+
+    table = Table("dimension", "transform", "what it does")
+    for t in transforms():
+        table.add_row(t.dimension.value, t.name, t.doc.splitlines()[0] if t.doc else "")
+    console.print(table)

@@ -1,0 +1,303 @@
+"""Static verification of a remapped trajectory: does the variant treat it as the original did?
+
+The principle: on every model output of the trajectory, the variant harness must make the same
+decision the original made on the original output — a call that ran runs (its tool exists and
+its arguments match the variant's schema and before_tool checks), a skill load that worked
+works, a reply the hooks accepted is accepted, a reply they blocked is blocked — and the retry
+budget must still cover the blocks. `decisions` computes those decisions without a simulator:
+
+- skill loads: the skill exists and is enabled;
+- tool calls: unknown tool / invalid arguments (the tool's JSON Schema) / blocked by a
+  `validate_tool_args` hook / ok;
+- the viewer message: `forbidden_claims` on_input hooks;
+- replies: `require_reply_skill` (skills loaded so far), `forbidden_claims` and `reply_format`
+  hooks.
+
+Checks that need tool results (`fact_check`) or run user code (`python` hooks) cannot be
+decided statically; the invariant tests replay every remapped gold through the real agent loop
+in the simulator for those (tests/test_hsa_invariants.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from core.harness.models import Harness, HookEvent, HookKind
+from core.harness.schema import argument_errors
+from core.hsa.mapping import MappingChain
+from core.runtime.hooks import HookInput, check_declarative
+from core.runtime.trajectory import AssistantTurn, ToolCall, Trajectory
+
+STATIC_REPLY_KINDS = frozenset(
+    {HookKind.REQUIRE_REPLY_SKILL, HookKind.FORBIDDEN_CLAIMS, HookKind.REPLY_FORMAT}
+)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the harness does with one model output (or the viewer message): `what` is a
+    category compared across harnesses; `detail` says why, for messages."""
+
+    where: str
+    what: str
+    detail: str = ""
+
+    def same(self, other: Decision) -> bool:
+        return self.where == other.where and self.what == other.what
+
+
+def _static_hook_block(harness: Harness, event: HookEvent, data: HookInput) -> str | None:
+    """Name and reason of the first statically checkable hook of `event` that blocks."""
+    for hook in harness.active_hooks:
+        if hook.event is not event or not hook.matches(data.tool):
+            continue
+        if event is HookEvent.BEFORE_TOOL and hook.kind is not HookKind.VALIDATE_TOOL_ARGS:
+            continue
+        if event is HookEvent.BEFORE_REPLY and hook.kind not in STATIC_REPLY_KINDS:
+            continue
+        if event is HookEvent.ON_INPUT and hook.kind is not HookKind.FORBIDDEN_CLAIMS:
+            continue
+        try:
+            result = check_declarative(hook, data, harness)
+        except Exception:  # the loop fails open on a crashing check; so do we
+            continue
+        if result.blocks:
+            return f"{hook.name}: {result.reason}"
+    return None
+
+
+def _static_hooks(harness: Harness, event: HookEvent) -> tuple[Any, ...]:
+    """What the static checks of `event` depend on: the enabled hooks' check-relevant fields
+    (not their reminders), for telling whether two harnesses check alike."""
+    return tuple(
+        (h.name, h.kind, h.matcher, h.params) for h in harness.active_hooks if h.event is event
+    )
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Decisions already made on `trajectory` under `harness`: `decisions` reuses one wherever
+    the variant's tool / skill object and static hooks are those of the reference (a
+    transform shares every component it does not change), so verifying a variant costs only
+    what the variant changed."""
+
+    harness: Harness
+    trajectory: Trajectory
+    decisions: list[Decision]
+
+
+def _call_decision(
+    harness: Harness, call: ToolCall, where: str, viewer: str, loaded: list[str]
+) -> Decision:
+    loader = harness.settings.load_skill_tool
+    if call.name == loader:
+        name = call.arguments.get("name")
+        skill = harness.skill(name) if isinstance(name, str) else None
+        if skill is None:
+            return Decision(where, "unknown_skill", f"{loader} {call.arguments}")
+        if skill.name not in loaded:
+            loaded.append(skill.name)
+        return Decision(where, "skill_loaded", skill.name)
+    tool = harness.tool(call.name)
+    if tool is None:
+        return Decision(where, "unknown_tool", call.name)
+    problems = argument_errors(tool.parameters, call.arguments)
+    if problems:
+        return Decision(where, "invalid_arguments", f"{call.name}: {'; '.join(problems)}")
+    data = HookInput(
+        event=HookEvent.BEFORE_TOOL,
+        request_id="verify",
+        viewer_message=viewer,
+        tool=call.name,
+        arguments=call.arguments,
+        loaded_skills=list(loaded),
+    )
+    blocked = _static_hook_block(harness, HookEvent.BEFORE_TOOL, data)
+    if blocked is not None:
+        return Decision(where, "blocked", blocked)
+    return Decision(where, "ok", call.name)
+
+
+def _same_call(harness: Harness, call: ToolCall, ref: Harness, old: ToolCall) -> bool:
+    """True when `call` under `harness` must be decided like `old` under `ref`."""
+    if call.arguments != old.arguments:
+        return False
+    new_loader = call.name == harness.settings.load_skill_tool
+    if new_loader != (old.name == ref.settings.load_skill_tool):
+        return False
+    if new_loader:
+        name, was = call.arguments.get("name"), old.arguments.get("name")
+        return (
+            isinstance(name, str) and isinstance(was, str) and harness.skill(name) is ref.skill(was)
+        )
+    if call.name != old.name:  # hooks match by tool name
+        return False
+    return harness.tool(call.name) is ref.tool(old.name)
+
+
+def decisions(
+    harness: Harness, trajectory: Trajectory, reference: Reference | None = None
+) -> list[Decision]:
+    """The harness's decision on the viewer message and on every output of the trajectory."""
+    viewer = trajectory.viewer_message
+    ref = reference
+    if ref is not None and (
+        len(ref.trajectory.turns) != len(trajectory.turns)
+        or ref.trajectory.viewer_message != viewer
+    ):
+        ref = None
+    same_tool_hooks = same_reply_hooks = same_input_hooks = False
+    ref_items: list[Decision] = []
+    if ref is not None:
+        ref_items = ref.decisions
+        same_tool_hooks = _static_hooks(harness, HookEvent.BEFORE_TOOL) == _static_hooks(
+            ref.harness, HookEvent.BEFORE_TOOL
+        )
+        same_reply_hooks = _static_hooks(harness, HookEvent.BEFORE_REPLY) == _static_hooks(
+            ref.harness, HookEvent.BEFORE_REPLY
+        )
+        same_input_hooks = _static_hooks(harness, HookEvent.ON_INPUT) == _static_hooks(
+            ref.harness, HookEvent.ON_INPUT
+        )
+    out: list[Decision] = []
+    if same_input_hooks:
+        out.append(ref_items[0])
+    else:
+        data = HookInput(event=HookEvent.ON_INPUT, request_id="verify", viewer_message=viewer)
+        blocked = _static_hook_block(harness, HookEvent.ON_INPUT, data)
+        out.append(Decision("input", "blocked" if blocked else "ok", blocked or ""))
+    loaded: list[str] = []
+    skills_alike = True  # every skill loaded so far is the reference's object
+    for t, turn in enumerate(trajectory.turns, start=1):
+        old_turn = ref.trajectory.turns[t - 1] if ref is not None else None
+        if turn.parse_errors:
+            out.append(Decision(f"turn {t}", "parse_error", "; ".join(turn.parse_errors)))
+            continue
+        if turn.tool_calls:
+            for c, call in enumerate(turn.tool_calls, start=1):
+                where = f"turn {t} call {c}"
+                old = None
+                if (
+                    ref is not None
+                    and old_turn is not None
+                    and len(old_turn.tool_calls) == len(turn.tool_calls)
+                ):
+                    old = old_turn.tool_calls[c - 1]
+                if (
+                    ref is not None
+                    and old is not None
+                    and same_tool_hooks
+                    and skills_alike
+                    and _same_call(harness, call, ref.harness, old)
+                ):
+                    found = ref_items[len(out)] if len(out) < len(ref_items) else None
+                    if found is not None and found.where == where:
+                        decision = found
+                        if decision.what == "skill_loaded" and decision.detail not in loaded:
+                            loaded.append(decision.detail)
+                        out.append(decision)
+                        continue
+                decision = _call_decision(harness, call, where, viewer, loaded)
+                if decision.what == "skill_loaded" and ref is not None and old is not None:
+                    was = old.arguments.get("name")
+                    same = isinstance(was, str) and ref.harness.skill(was) is harness.skill(
+                        decision.detail
+                    )
+                    skills_alike = skills_alike and same
+                out.append(decision)
+            continue
+        where = f"turn {t} reply"
+        if ref is not None and same_reply_hooks and skills_alike and old_turn is not None:
+            found = ref_items[len(out)] if len(out) < len(ref_items) else None
+            if found is not None and found.where == where and old_turn.content == turn.content:
+                out.append(found)
+                continue
+        reply = HookInput(
+            event=HookEvent.BEFORE_REPLY,
+            request_id="verify",
+            viewer_message=viewer,
+            reply=turn.content,
+            loaded_skills=list(loaded),
+        )
+        blocked = _static_hook_block(harness, HookEvent.BEFORE_REPLY, reply)
+        out.append(Decision(where, "blocked" if blocked else "accepted", blocked or ""))
+    return out
+
+
+def blocks_needed(trajectory: Trajectory, original: list[Decision]) -> int:
+    """Hook blocks the trajectory spends at least: every reply but an accepted last one was
+    blocked (nothing else makes the loop ask again), plus the calls a check blocked."""
+    replies = [i for i, turn in enumerate(trajectory.turns) if turn.is_reply]
+    blocked_replies = len(replies)
+    if replies and replies[-1] == len(trajectory.turns) - 1:
+        last = next(d for d in reversed(original) if d.where.endswith("reply"))
+        if last.what == "accepted":
+            blocked_replies -= 1
+    blocked_calls = sum(1 for d in original if d.what == "blocked" and "call" in d.where)
+    return blocked_replies + blocked_calls
+
+
+def ends_accepted(trajectory: Trajectory, original: list[Decision]) -> bool:
+    return (
+        bool(trajectory.turns) and trajectory.turns[-1].is_reply and original[-1].what == "accepted"
+    )
+
+
+def input_problems(decided: list[Decision]) -> list[str]:
+    """Why a trajectory cannot be remapped at all (bad input), from its decisions under its own
+    harness: a call to a tool or a load of a skill the harness does not have, or output whose
+    tool calls could not be parsed (its raw text would keep the old names)."""
+    problems: list[str] = []
+    for decision in decided:
+        if decision.what == "unknown_tool":
+            problems.append(
+                f"{decision.where}: calls {decision.detail!r}, not a tool of the harness"
+            )
+        elif decision.what == "unknown_skill":
+            problems.append(
+                f"{decision.where}: loads a skill the harness lacks ({decision.detail})"
+            )
+        elif decision.what == "parse_error":
+            problems.append(f"{decision.where}: unparseable tool calls cannot be remapped")
+    return problems
+
+
+def compare(
+    original: list[Decision], variant: list[Decision], *, labels: tuple[str, str] = ("", "")
+) -> str | None:
+    """The first decision the variant makes differently, as a sentence; None when all agree."""
+    if len(original) != len(variant):
+        return f"the variant sees {len(variant)} outputs, the original {len(original)}"
+    for before, after in zip(original, variant, strict=True):
+        if not before.same(after):
+            detail = f" ({after.detail})" if after.detail else ""
+            return f"{after.where}: {before.what} under the original, {after.what}{detail}"
+    return None
+
+
+def _dump_turns(turns: list[AssistantTurn]) -> list[dict[str, object]]:
+    return [t.model_dump(mode="json") for t in turns]
+
+
+def inverse_problem(chain: MappingChain, original: Trajectory, remapped: Trajectory) -> str | None:
+    """None when mapping `remapped` back gives `original` exactly."""
+    identity = all(step.is_identity for step in chain.steps)
+    back = remapped if identity else chain.inverse(remapped)
+    if back.viewer_message != original.viewer_message:
+        return "the inverse changes the viewer message"
+    if _dump_turns(back.turns) != _dump_turns(original.turns):
+        for i, (a, b) in enumerate(zip(back.turns, original.turns, strict=False), start=1):
+            if a.model_dump(mode="json") != b.model_dump(mode="json"):
+                return f"turn {i}: the inverse gives {a.model_dump(mode='json')}, not the original"
+        return "the inverse changes the number of turns"
+    return None
+
+
+def schema_problems(harness: Harness, trajectory: Trajectory) -> list[str]:
+    """Every tool call matches its schema and every loaded skill exists (invariant 1, static)."""
+    return [
+        f"{d.where}: {d.what} ({d.detail})"
+        for d in decisions(harness, trajectory)
+        if d.what in ("unknown_tool", "unknown_skill", "invalid_arguments", "parse_error")
+    ]
