@@ -436,7 +436,7 @@ def apply_renames(harness: Harness, renames: Renames) -> Harness:
         hook["reminder"] = text(hook["reminder"])
         if hook["matcher"] != "*":
             hook["matcher"] = renamer.regex(hook["matcher"])
-            if hook["matcher"] != original.matcher:
+            if any(t in names for t in old_tools):
                 _check_matcher(original.matcher, hook["matcher"], old_tools, names)
         if original.kind is HookKind.VALIDATE_TOOL_ARGS and "schema" in hook["params"]:
             params_table = {o: n for o, n in names.items() if _is_param(harness, o)}

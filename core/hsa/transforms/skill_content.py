@@ -267,6 +267,8 @@ def skill_distractors(
     """Add one to three strategy skills from the bank that no task needs (a giveaway draw, a
     guest introduction...), at random places in the index. They carry no role (metadata
     `distractor: "true"`), so graders count loading one as irrelevant."""
+    if not harness.active_skills:
+        raise Skip("the harness has no skills, so no skill index to add distractors to")
     pool = bank.section("skills").get("distractors", [])
     used = used_names(harness)
     resolve = resolver(harness)

@@ -260,8 +260,8 @@ def tool_order(harness: Harness, rng: random.Random, bank: Bank) -> tuple[Harnes
 def tool_param_order(
     harness: Harness, rng: random.Random, bank: Bank
 ) -> tuple[Harness, SurfaceMapping]:
-    """Shuffle the parameter order of every tool with two or more parameters (`required`
-    follows the new order)."""
+    """Shuffle the parameter order of every tool with two or more parameters, and the order
+    of its `required` list on its own (hand-written schemas list them in any order)."""
     data = harness.model_dump()
     changed = False
     for tool in data["tools"]:
@@ -272,9 +272,9 @@ def tool_param_order(
         order = shuffled(rng, list(props))
         changed = changed or order != list(props)
         params["properties"] = {k: props[k] for k in order}
-        if isinstance(params.get("required"), list):
-            required = set(params["required"])
-            params["required"] = [k for k in order if k in required]
+        required = params.get("required")
+        if isinstance(required, list) and len(set(required)) >= 2:
+            params["required"] = shuffled(rng, required)
     if not changed:
         raise Skip("no tool has two or more parameters")
     return rebuild_or_skip(data), SurfaceMapping()
@@ -422,6 +422,8 @@ def tool_distractors(
     """Add one to three distractor tools (core/sim/distractors.py bindings, which every
     LiveRoom can run) under bank names and descriptions, at random places. No task needs
     them; a call to one costs tool-rationality marks."""
+    if not harness.active_tools:
+        raise Skip("the harness has no tools, so no tool list to add distractors to")
     table = bank.section("tools").get("distractors", {})
     bindings = {t.binding for t in harness.tools}
     used = used_names(harness)
@@ -475,7 +477,7 @@ def _new_default(schema: dict[str, Any], rng: random.Random) -> Any:
     return rng.choice(options) if options else None
 
 
-_DEFAULT_RE = r"(?i)\bdefault(?:s|ed)?\b[^.;\n]*?(?<![\w.]){old}(?![\w.])"
+_DEFAULT_RE = r"(?i)\bdefault(?:s|ed)?\b[^.;\n]*?(?<![\w.]){old}(?!\w)(?!\.\d)"
 
 
 def _carry(text: str, old: Any, new: Any) -> str | None:
