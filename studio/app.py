@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         guard.acquire()
     except AnotherInstance as exc:
         print(f"hat-studio: {exc}", file=sys.stderr)
-        QMessageBox.warning(None, "HAT Studio is already open", str(exc))
+        if app.platformName() not in ("offscreen", "minimal"):
+            QMessageBox.warning(None, "HAT Studio is already open", str(exc))
         return 2
     window = create_window(home, theme_name=args.theme, guard=guard)
     window.show()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -374,9 +374,12 @@ class MainWindow(QMainWindow):
 
     def _restore(self) -> None:
         geometry = self.settings.value("window/geometry")
+        size = self.settings.value("window/size")
         if isinstance(geometry, QByteArray) and not geometry.isEmpty():
             self.restoreGeometry(geometry)
-        else:
+        if isinstance(size, QSize) and size.isValid() and not self.isMaximized():
+            self.resize(size)  # some platforms (offscreen, Wayland) restore position only
+        elif not isinstance(geometry, QByteArray):
             self.resize(1440, 900)
         page = str(self.settings.value("window/page", "harness") or "harness")
         self.show_page(page if page in self.page_widgets else "harness")
@@ -387,6 +390,7 @@ class MainWindow(QMainWindow):
 
     def _save_state(self) -> None:
         self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/size", self.size())
         self.settings.setValue("window/page", self.current_page())
         self.settings.setValue("window/theme", theme.current())
         self.settings.sync()

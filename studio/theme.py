@@ -8,11 +8,14 @@ drawn with `currentColor`; `icon(name, role)` renders them in the palette colour
 
 from __future__ import annotations
 
+import os
+import tempfile
 import weakref
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
+import shiboken6
 from PySide6.QtCore import QByteArray, QObject, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QIcon, QPainter, QPalette, QPixmap
 from PySide6.QtSvg import QSvgRenderer
@@ -156,27 +159,44 @@ def _first_family(candidates: tuple[str, ...]) -> str | None:
     return next((f for f in candidates if f in families), None)
 
 
-def ui_font(point_size: float = 10.0) -> QFont:
+def ui_font(pixel_size: int = 13) -> QFont:
+    """The UI font in pixels, like the stylesheet's sizes (points would scale differently)."""
     font = QFont()
     family = _first_family(UI_FONTS)
     if family:
         font.setFamily(family)
-    font.setPointSizeF(point_size)
+    font.setPixelSize(pixel_size)
     font.setHintingPreference(QFont.HintingPreference.PreferNoHinting)
     return font
 
 
-def mono_font(point_size: float = 9.5) -> QFont:
+def mono_font(pixel_size: int = 12) -> QFont:
     family = _first_family(MONO_FONTS)
     font = QFont(family) if family else QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
     font.setStyleHint(QFont.StyleHint.Monospace)
-    font.setPointSizeF(point_size)
+    font.setPixelSize(pixel_size)
     return font
+
+
+def _themed_svg(icon_name: str, colour: str) -> str:
+    """Path of a copy of icon `icon_name` drawn in `colour` (QSS url() needs a file)."""
+    folder = Path(tempfile.gettempdir()) / f"hat-studio-icons-{os.getuid() if hasattr(os, 'getuid') else 0}"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{icon_name}-{colour.lstrip('#')}.svg"
+    if not target.exists():
+        text = (ICONS / f"{icon_name}.svg").read_text(encoding="utf-8").replace("currentColor", colour)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text.replace('stroke-width="1.8"', 'stroke-width="2.4"'), encoding="utf-8")
+        os.replace(tmp, target)
+    return target.as_posix()
 
 
 def stylesheet(name: str) -> str:
     template = (RESOURCES / "themes" / "studio.qss").read_text(encoding="utf-8")
     palette = PALETTES[name]
+    template = template.replace("@arrow-down", _themed_svg("chevron-down", palette["text-muted"]))
+    template = template.replace("@arrow-up", _themed_svg("chevron-up", palette["text-muted"]))
+    template = template.replace("@check-mark", _themed_svg("check", palette["on-accent"]))
     for token in sorted(palette, key=len, reverse=True):
         template = template.replace(f"@{token}", palette[token])
     mono = _first_family(MONO_FONTS) or "monospace"
@@ -231,9 +251,13 @@ def apply(app: QApplication, name: str) -> None:
     alive = []
     for ref, fn in st.bound:
         obj = ref()
-        if obj is not None:
+        if obj is None or not shiboken6.isValid(obj):
+            continue
+        try:
             fn(obj)
-            alive.append((ref, fn))
+        except RuntimeError:  # deleted on the C++ side meanwhile
+            continue
+        alive.append((ref, fn))
     st.bound = alive
     st.changed.emit(name)
 

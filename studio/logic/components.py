@@ -71,14 +71,20 @@ def _minimal(harness: Harness, extra: dict[str, str]) -> dict[str, bytes]:
     return {p: t.encode("utf-8") for p, t in files.items()}
 
 
-def parse_skill_text(text: str, harness: Harness) -> Skill:
-    """Parse a whole SKILL.md (front matter + body) exactly as folder import does."""
+def parse_skill_text(text: str, harness: Harness, file: str | None = None) -> Skill:
+    """Parse a whole SKILL.md (front matter + body) exactly as folder import does; problems
+    name `file` (the skill's own path) when given."""
     match = _NAME_RE.search(text.split("\n---", 1)[0]) if text.startswith("---") else None
     folder = match.group(1) if match else "skill"
     if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", folder):
         folder = "skill"
     rel = f"skills/{folder}/SKILL.md"
-    built = harness_from_files(_minimal(harness, {rel: text}), name=harness.name)
+    try:
+        built = harness_from_files(_minimal(harness, {rel: text}), name=harness.name)
+    except HarnessError as exc:
+        if file is None:
+            raise
+        raise HarnessError([Problem(file if p.file == rel else p.file, p.field, p.message) for p in exc.problems]) from None
     return built.skills[0]
 
 
@@ -119,6 +125,8 @@ class ParamRow:
     """Empty for no default; otherwise text read by the type (JSON for array/object)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Schema keywords the form has no field for (minimum, items, ...), kept unchanged."""
+    keys: tuple[str, ...] = ()
+    """The property's keyword order as loaded, kept so an edit does not reorder the file."""
 
 
 def _text_of(value: Any, type_: str) -> str:
@@ -148,6 +156,7 @@ def rows_from_schema(schema: dict[str, Any]) -> list[ParamRow]:
                 enum=", ".join(_text_of(v, type_) for v in enum) if isinstance(enum, list) else "",
                 default=_text_of(prop["default"], type_) if "default" in prop else "",
                 extra=extra,
+                keys=tuple(prop),
             )
         )
     return rows
@@ -214,10 +223,7 @@ class SchemaResult:
 
 def schema_from_rows(rows: list[ParamRow], base: dict[str, Any] | None = None) -> SchemaResult:
     """The JSON Schema the rows describe (other keywords of `base` kept), and its problems."""
-    schema: dict[str, Any] = {
-        k: v for k, v in (base or {}).items() if k not in ("properties", "required")
-    }
-    schema["type"] = "object"
+    base = base or {}
     props: dict[str, Any] = {}
     required: list[str] = []
     errors: dict[int, list[str]] = {}
@@ -266,12 +272,14 @@ def schema_from_rows(rows: list[ParamRow], base: dict[str, Any] | None = None) -
                     ]
                     if bad:
                         err(i, f"default: {bad[0]}")
-        props[name] = prop
+        props[name] = _ordered(prop, row.keys)
         if row.required:
             required.append(name)
-    schema["properties"] = props
-    if required:
-        schema["required"] = required
+    fresh: dict[str, Any] = {"type": "object", "properties": props}
+    if required or "required" in base:
+        fresh["required"] = required
+    schema = {k: fresh.get(k, v) for k, v in base.items() if k in fresh or k not in ("required",)}
+    schema.update({k: v for k, v in fresh.items() if k not in schema})
     whole: list[str] = []
     try:
         Draft202012Validator.check_schema(schema)
@@ -283,6 +291,12 @@ def schema_from_rows(rows: list[ParamRow], base: dict[str, Any] | None = None) -
         else:
             whole.append(f"invalid JSON Schema at {where}: {exc.message}")
     return SchemaResult(schema, errors, whole)
+
+
+def _ordered(prop: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    out = {k: prop[k] for k in keys if k in prop}
+    out.update({k: v for k, v in prop.items() if k not in out})
+    return out
 
 
 def tool_from_fields(

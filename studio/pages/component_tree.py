@@ -86,7 +86,7 @@ class ComponentTree(QWidget):
         session.changed.connect(self._on_changed)
         session.reset.connect(self.rebuild)
         session.draftsChanged.connect(self._mark_drafts)
-        theme.state().changed.connect(lambda _n: self.rebuild())
+        theme.bind(self, lambda w: w.rebuild())  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ building
 

@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QSpinBox,
     QSplitter,
-    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -29,7 +28,7 @@ from studio.logic.components import hook_from_fields
 from studio.logic.hooktest import HookSample, SampleOutcome, default_sample, run_sample_async
 from studio.pages.editor_base import ComponentEditor
 from studio.session import EditSession
-from studio.widgets.common import CodeEdit, Field, button, chip, label, repolish
+from studio.widgets.common import CodeEdit, Field, FitStack, button, chip, label, repolish
 
 KIND_HELP = {
     HookKind.REQUIRE_REPLY_SKILL: "Blocks a reply unless a reply skill was loaded in this request.",
@@ -89,6 +88,7 @@ class HookEditor(ComponentEditor):
         self.fields["timeout"] = Field("Timeout", self.timeout)
         form.addWidget(self.fields["name"], 0, 0)
         checks = QHBoxLayout()
+        checks.setSpacing(18)
         checks.addWidget(self.enabled)
         checks.addWidget(self.critical)
         checks.addStretch(1)
@@ -100,7 +100,7 @@ class HookEditor(ComponentEditor):
         self.kind_help = label("", "FieldHint", wrap=True)
         form.addWidget(self.kind_help, 3, 0, 1, 2)
         # kind-specific parameters
-        self.params_stack = QStackedWidget()
+        self.params_stack = FitStack()
         self._build_params()
         self.fields["params"] = Field("Parameters", self.params_stack)
         form.addWidget(self.fields["params"], 4, 0, 1, 2)
@@ -321,10 +321,13 @@ class HookEditor(ComponentEditor):
         self.t_tool = QComboBox()
         self.t_tool.setEditable(True)
         self.t_args = CodeEdit()
+        self.t_args.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.t_args.setFixedHeight(48)
         self.t_result = CodeEdit()
+        self.t_result.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.t_result.setFixedHeight(48)
         self.t_results = CodeEdit()
+        self.t_results.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.t_results.setFixedHeight(60)
         self.t_skills = QLineEdit()
         self.t_skills.setPlaceholderText("skills loaded so far, comma-separated")

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.harness import HarnessError, Problem, Settings
+from core.harness import HarnessError, Settings
 from core.harness.errors import problems_from_validation
 from studio import theme
 from studio.logic.document import Draft, Snapshot
@@ -150,6 +150,7 @@ class OverviewEditor(QWidget):
         rl.addLayout(ph)
         self.problems = QListWidget()
         self.problems.setWordWrap(True)
+        self.problems.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.problems.itemActivated.connect(self._open_problem)
         self.problems.itemClicked.connect(self._open_problem)
         rl.addWidget(self.problems, 1)
@@ -323,7 +324,3 @@ class OverviewEditor(QWidget):
         self._shown = (doc.harness.settings, doc.harness.description)
         self.session.set_draft("settings", None)
         self.refresh_problems()
-
-
-def _unused(_: list[Problem]) -> None:  # pragma: no cover
-    pass

@@ -18,11 +18,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.harness import HarnessError, Problem, Skill
+from core.harness import Problem, Skill
 from studio.logic.components import parse_skill_text, skill_file_text, skill_from_fields
 from studio.pages.editor_base import ComponentEditor, problem_line
 from studio.session import EditSession
-from studio.widgets.common import Banner, CodeEdit, Field, Segmented, label
+from studio.widgets.common import Banner, CodeEdit, Field, Segmented, label, set_markdown
 
 
 class SkillEditor(ComponentEditor):
@@ -109,6 +109,7 @@ class SkillEditor(ComponentEditor):
         self.raw_banner = Banner()
         rawl.addWidget(self.raw_banner)
         self.raw = CodeEdit()
+        self.raw.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         rawl.addWidget(self.raw, 1)
         self.tabs.addTab(raw, "SKILL.md")
         self.body.addWidget(self.tabs, 1)
@@ -136,7 +137,7 @@ class SkillEditor(ComponentEditor):
         self.edited("body")
 
     def _render_preview(self) -> None:
-        self.preview.setMarkdown(self.markdown.toPlainText())
+        set_markdown(self.preview, self.markdown.toPlainText())
 
     # ------------------------------------------------------------------ editor API
 
@@ -168,7 +169,9 @@ class SkillEditor(ComponentEditor):
 
     def _build_raw(self) -> Skill:
         assert self.session.doc is not None
-        return parse_skill_text(self.raw.toPlainText(), self.session.doc.harness)
+        current = self.current()
+        file = f"skills/{current.name}/SKILL.md" if current is not None else None
+        return parse_skill_text(self.raw.toPlainText(), self.session.doc.harness, file)
 
     def after_commit(self) -> None:
         super().after_commit()
@@ -253,7 +256,3 @@ class SkillEditor(ComponentEditor):
         """Parse the raw tab immediately (tests, and leaving the tab)."""
         self.merge_field = "raw"
         self.commit()
-
-
-def _unused(_: HarnessError) -> None:  # pragma: no cover - keeps the import for type readers
-    pass

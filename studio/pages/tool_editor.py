@@ -46,6 +46,7 @@ class ParamCard(QFrame):
         super().__init__(parent)
         self.setObjectName("ParamCard")
         self.extra = dict(row.extra)
+        self.keys = row.keys
         grid = QGridLayout(self)
         grid.setContentsMargins(12, 10, 10, 10)
         grid.setHorizontalSpacing(10)
@@ -100,6 +101,7 @@ class ParamCard(QFrame):
             enum=self.enum.text(),
             default=self.default.text(),
             extra=dict(self.extra),
+            keys=self.keys,
         )
 
     def set_error(self, messages: list[str] | None) -> None:

@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
     QHBoxLayout,
-    QLabel,
     QSpinBox,
     QSplitter,
     QToolButton,
@@ -132,7 +131,6 @@ class VariantsPage(QWidget):
         th.addWidget(self.view_meta)
         tl.addLayout(th)
         self.harness_diff = SideBySideDiff("Original", "Variant")
-        self.harness_diff.set_wrap(True)
         tl.addWidget(self.harness_diff, 1)
         split.addWidget(top)
         bottom = QFrame()
@@ -149,7 +147,6 @@ class VariantsPage(QWidget):
         bh.addWidget(self.gold_meta)
         bl.addLayout(bh)
         self.gold_diff = SideBySideDiff("Original harness", "After remap")
-        self.gold_diff.set_wrap(True)
         bl.addWidget(self.gold_diff, 1)
         split.addWidget(bottom)
         split.setSizes([520, 260])
@@ -294,7 +291,7 @@ class VariantsPage(QWidget):
         self.summary.addWidget(label(f"{view.task.id} · seed {view.request.seed}", "Faint"))
         self._show_view()
         if view.gold_before:
-            self.gold_diff.set_texts(view.gold_before, view.gold_after)
+            self.gold_diff.set_texts(view.gold_before, view.gold_after, wrap=True)
         else:
             self.gold_diff.set_texts("(no gold trajectory)", "(no gold trajectory)")
 
@@ -302,7 +299,7 @@ class VariantsPage(QWidget):
         if self.view is None:
             return
         name = self.view_picker.value()
-        self.harness_diff.set_texts(self.view.before[name], self.view.after[name])
+        self.harness_diff.set_texts(self.view.before[name], self.view.after[name], wrap=name != "Tools")
         self.harness_diff.scroll_to_first_change()
         from studio.logic.textdiff import stats
 
@@ -336,7 +333,3 @@ class VariantsPage(QWidget):
             on_error=lambda exc: self.banner.show_message("error", f"Export failed: {exc}"),
             label="Exporting variant",
         )
-
-
-def _unused(_: QLabel) -> None:  # pragma: no cover
-    pass

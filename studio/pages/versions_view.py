@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QMimeData, Qt, Signal
+from PySide6.QtCore import QMimeData, QSize, Qt, Signal
 from PySide6.QtGui import QDrag, QMouseEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -19,13 +19,14 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMenu,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
 
-from core.harness import HarnessError, Problem
+from core.harness import HarnessError
 from studio import dialogs, theme
 from studio.context import StudioContext
 from studio.widgets.common import Banner, button, label, label_kind, tool_button
@@ -84,6 +85,22 @@ class LabelChip(QLabel):
         drag.exec(Qt.DropAction.MoveAction)
 
 
+class ElidedLabel(QLabel):
+    """A one-line label that elides its text to the width it gets."""
+
+    def __init__(self, text: str, name: str = "") -> None:
+        super().__init__(text)
+        self.full = text
+        if name:
+            self.setObjectName(name)
+        self.setMinimumWidth(30)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        self.setText(self.fontMetrics().elidedText(self.full, Qt.TextElideMode.ElideRight, self.width()))
+
+
 class VersionRow(QFrame):
     label_dropped = Signal(str, str)
     """(label, version id)"""
@@ -98,9 +115,8 @@ class VersionRow(QFrame):
         lay.setSpacing(3)
         top = QHBoxLayout()
         top.setSpacing(6)
-        msg = label(info.message or "(no message)", "VersionMessage")
+        msg = ElidedLabel(info.message or "(no message)", "VersionMessage")
         msg.setToolTip(info.message)
-        msg.setMinimumWidth(40)
         top.addWidget(msg, 1)
         for name in info.labels:
             top.addWidget(LabelChip(name))
@@ -164,6 +180,7 @@ class VersionsView(QWidget):
         ll.addLayout(lh)
         self.list = QListWidget()
         self.list.setSpacing(1)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.setVerticalScrollMode(QListWidget.ScrollMode.ScrollPerPixel)
         self.list.currentRowChanged.connect(self._row_changed)
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
@@ -285,7 +302,8 @@ class VersionsView(QWidget):
             item.setData(ROLE, info.id)
             row = VersionRow(info, head=i == 0, editing=info.id == self.base_id)
             row.label_dropped.connect(self.move_label)
-            item.setSizeHint(row.sizeHint())
+            fm = row.fontMetrics()
+            item.setSizeHint(QSize(0, 2 * fm.height() + 30))
             self.list.addItem(item)
             self.list.setItemWidget(item, row)
         self.list.blockSignals(False)
@@ -380,8 +398,7 @@ class VersionsView(QWidget):
         a = self.a_combo.currentText().split(" · ")[0]
         b = self.b_combo.currentText().split(" · ")[0]
         self.diff.set_titles(f"{a}  ·  {d.change if d.change != 'added' else 'absent'}", f"{b}")
-        self.diff.set_wrap(d.path.endswith(".md"))
-        self.diff.set_texts(d.old_text, d.new_text)
+        self.diff.set_texts(d.old_text, d.new_text, wrap=d.path.endswith(".md"))
         self.diff.scroll_to_first_change()
 
     # ------------------------------------------------------------------ labels
@@ -555,7 +572,3 @@ class VersionsView(QWidget):
             self.ctx.message.emit("success", f"Exported to {out}")
 
         self.ctx.run_store(work, on_done=done, on_error=self._error, label="Exporting")
-
-
-def _unused(_: Problem) -> None:  # pragma: no cover
-    pass

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QEasingCurve, QPropertyAnimation, Qt, QTimer, Signal
-from PySide6.QtGui import QTextCharFormat, QTextCursor
+from PySide6.QtCore import QEasingCurve, QPropertyAnimation, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QFontInfo, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFrame,
@@ -15,6 +15,8 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QSizePolicy,
+    QStackedWidget,
+    QTextBrowser,
     QTextEdit,
     QToolButton,
     QVBoxLayout,
@@ -96,14 +98,8 @@ def label_kind(name: str) -> str:
 
 def hline() -> QFrame:
     line = QFrame()
-    line.setFrameShape(QFrame.Shape.HLine)
-    line.setStyleSheet(f"color: {theme.color('border')};")
-    theme.bind(
-        line,
-        lambda w: w.setStyleSheet(
-            f"color: {theme.color('border')}; background: {theme.color('border')}; max-height: 1px; border: none;"
-        ),
-    )  # type: ignore[attr-defined]
+    line.setFixedHeight(1)
+    theme.bind(line, lambda w: w.setStyleSheet(f"background: {theme.color('border')}; border: none;"))  # type: ignore[attr-defined]
     return line
 
 
@@ -241,6 +237,7 @@ class Segmented(QWidget):
             self.buttons[value] = b
             lay.addWidget(b)
             b.toggled.connect(lambda on, v=value: on and self.changed.emit(v))
+        lay.addStretch(1)
         if options:
             self.buttons[options[0][0]].setChecked(True)
 
@@ -281,7 +278,7 @@ class Field(QWidget):
         head.addWidget(self.aside)
         lay.addLayout(head)
         self.widget = widget
-        lay.addWidget(widget)
+        lay.addWidget(widget, 1)
         self.hint = label(hint, "FieldHint", wrap=True)
         self.hint.setVisible(bool(hint))
         lay.addWidget(self.hint)
@@ -320,7 +317,7 @@ class CodeEdit(QPlainTextEdit):
         if line is None or line < 1:
             self.setExtraSelections([])
             return
-        block = self.document().findBlockByLineNumber(line - 1)
+        block = self.document().findBlockByNumber(line - 1)
         sel = QTextEdit.ExtraSelection()
         fmt = QTextCharFormat()
         fmt.setBackground(theme.qcolor("removed"))
@@ -329,6 +326,48 @@ class CodeEdit(QPlainTextEdit):
         cursor = QTextCursor(block)
         sel.cursor = cursor
         self.setExtraSelections([sel])
+
+
+class FitStack(QStackedWidget):
+    """A stacked widget as tall as its current page (QStackedWidget takes the largest)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.currentChanged.connect(lambda _i: self.updateGeometry())
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+        w = self.currentWidget()
+        return w.sizeHint() if w is not None else super().sizeHint()
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+        w = self.currentWidget()
+        return w.minimumSizeHint() if w is not None else super().minimumSizeHint()
+
+
+HEADING_SCALE = {1: 1.5, 2: 1.22, 3: 1.08}
+
+
+def set_markdown(browser: QTextBrowser, text: str) -> None:
+    """Render Markdown with heading sizes that suit a side panel (Qt's are poster-sized)."""
+    browser.setMarkdown(text)
+    base = QFontInfo(browser.font()).pixelSize() or 13
+    doc = browser.document()
+    block = doc.begin()
+    cursor = QTextCursor(doc)
+    while block.isValid():
+        level = block.blockFormat().headingLevel()
+        if level:
+            cursor.setPosition(block.position())
+            cursor.setPosition(block.position() + max(0, block.length() - 1), QTextCursor.MoveMode.KeepAnchor)
+            fmt = QTextCharFormat()
+            fmt.setProperty(QTextCharFormat.Property.FontPixelSize, round(base * HEADING_SCALE.get(level, 1.0)))
+            fmt.setProperty(QTextCharFormat.Property.FontSizeAdjustment, 0)
+            cursor.mergeCharFormat(fmt)
+            bf = block.blockFormat()
+            bf.setTopMargin(10 if level > 1 else 4)
+            bf.setBottomMargin(4)
+            cursor.setBlockFormat(bf)
+        block = block.next()
 
 
 def clear_layout(layout: QHBoxLayout | QVBoxLayout) -> None:

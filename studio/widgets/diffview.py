@@ -3,7 +3,10 @@ highlighted, scrolling kept in step. The alignment comes from `studio.logic.text
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+import textwrap
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
 
@@ -58,7 +61,13 @@ class SideBySideDiff(QWidget):
         )
         self._old: str | None = ""
         self._new: str | None = ""
-        theme.state().changed.connect(lambda _name: self._paint())
+        self._wrap = False
+        self._width = 0
+        self._rewrap = QTimer(self)
+        self._rewrap.setSingleShot(True)
+        self._rewrap.setInterval(80)
+        self._rewrap.timeout.connect(lambda: self.set_texts(self._old, self._new, self._wrap))
+        theme.bind(self, lambda w: w._paint())  # type: ignore[attr-defined]
 
     def set_titles(self, left: str, right: str) -> None:
         self.left.title.setText(left)
@@ -79,8 +88,19 @@ class SideBySideDiff(QWidget):
         bar.setValue(value)
         self._syncing = False
 
-    def set_texts(self, old: str | None, new: str | None) -> None:
-        self._old, self._new = old, new
+    def _columns(self) -> int:
+        edit = self.left.edit
+        advance = max(1, edit.fontMetrics().horizontalAdvance("m"))
+        return max(40, (edit.viewport().width() - 12) // advance)
+
+    def set_texts(self, old: str | None, new: str | None, wrap: bool = False) -> None:
+        """Show the diff of `old` and `new` (None: the file is absent on that side). `wrap`
+        re-flows long lines to the pane width before diffing, so both sides stay aligned."""
+        self._old, self._new, self._wrap = old, new, wrap
+        self._width = self._columns() if wrap else 0
+        if wrap:
+            old = None if old is None else wrap_text(old, self._width)
+            new = None if new is None else wrap_text(new, self._width)
         self.rows = side_by_side(old, new)
         self.left.edit.setPlainText(
             "\n".join(r.left if r.left is not None else "" for r in self.rows)
@@ -145,6 +165,37 @@ class SideBySideDiff(QWidget):
         cursor = QTextCursor(block)
         self.left.edit.setTextCursor(cursor)
         self.left.edit.centerCursor()
+
+
+def _count(n: int, what: str, changed: int) -> str:
+    parts = []
+    if n:
+        parts.append(f"{n} {what}")
+    if changed:
+        parts.append(f"{changed} changed")
+    return " · ".join(parts) or "unchanged"
+
+
+def wrap_text(text: str, width: int) -> str:
+    """Long lines re-flowed at word boundaries, keeping each line's indentation."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        out.extend(
+            textwrap.wrap(
+                line,
+                width,
+                subsequent_indent=indent,
+                break_on_hyphens=False,
+                drop_whitespace=True,
+                replace_whitespace=False,
+            )
+            or [line]
+        )
+    return "\n".join(out)
 
 
 def empty_note(text: str) -> QLabel:

@@ -1,0 +1,530 @@
+"""GUI tests of the studio (offscreen): each screen driven as a user would, with the real store
+in the test's HAT_HOME, the real demo harness and the real validation.
+
+Waits use `studio_helpers.wait_until` (a real QEventLoop), never QTest.qWait, which holds the
+GIL and starves the worker threads the studio runs store and HSA work in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.studio_helpers import spin, wait_until  # sets QT_QPA_PLATFORM=offscreen
+
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtTest import QTest  # noqa: E402
+
+from core.harness import export_folder, import_folder  # noqa: E402
+from core.harness.demo import demo_harness_path  # noqa: E402
+from core.store import Store  # noqa: E402
+from studio import dialogs, theme  # noqa: E402
+from studio.app import create_window  # noqa: E402
+from studio.jobs import jobs, reset_jobs  # noqa: E402
+from studio.workspace import AnotherInstance, InstanceGuard  # noqa: E402
+
+
+def idle() -> None:
+    wait_until(lambda: jobs().running == 0)
+    spin(10)
+
+
+def open_studio(home: Path, busy_timeout: float = 3.0, resize: bool = True, theme_name: str | None = "light"):  # type: ignore[no-untyped-def]
+    guard = InstanceGuard(home)
+    guard.acquire()
+    win = create_window(home, theme_name=theme_name, guard=guard, busy_timeout=busy_timeout)
+    if resize:
+        win.resize(1280, 820)
+    win.show()
+    wait_until(lambda: win.ctx.session.doc is not None)
+    idle()
+    return win
+
+
+def shut(win) -> None:  # type: ignore[no-untyped-def]
+    win._closing_ok = True
+    win.close()
+    reset_jobs()
+    win.deleteLater()
+    spin(5)
+
+
+@pytest.fixture
+def studio(qapp, hat_home: Path):  # type: ignore[no-untyped-def]
+    win = open_studio(hat_home, busy_timeout=0.3)
+    yield win
+    shut(win)
+
+
+def store_log(home: Path) -> list:  # type: ignore[type-arg]
+    with Store.open(home / "hat.db") as store:
+        return store.log("live-host")
+
+
+# ----------------------------------------------------------------------------- shell
+
+
+def test_first_launch_opens_demo_and_restores_state(qapp, hat_home: Path) -> None:
+    win = open_studio(hat_home)
+    log = store_log(hat_home)
+    assert len(log) == 1 and log[0].labels == ("production",)
+    assert win.ctx.session.harness.name == "live-host"
+    page = win.harness_page
+    assert page.tree.select_name("skills", "coupon-push")
+    spin(20)
+    win.show_page("variants")
+    win.toggle_theme()
+    assert theme.current() == "dark"
+    win.resize(1300, 840)
+    shut(win)
+
+    win = open_studio(hat_home, resize=False, theme_name=None)
+    try:
+        assert len(store_log(hat_home)) == 1  # the demo is imported once
+        assert win.current_page() == "variants"
+        assert theme.current() == "dark"
+        assert (win.width(), win.height()) == (1300, 840)
+        assert win.harness_page.stack.currentWidget() is win.harness_page.skill_editor
+        assert win.harness_page.skill_editor.name.text() == "coupon-push"
+    finally:
+        theme.apply(qapp, "light")
+        shut(win)
+
+
+def test_shortcuts_switch_pages_and_focus_filter(studio) -> None:  # type: ignore[no-untyped-def]
+    QTest.keyClick(studio, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
+    assert studio.current_page() == "variants"
+    QTest.keyClick(studio, Qt.Key.Key_6, Qt.KeyboardModifier.ControlModifier)
+    assert studio.current_page() == "chat"
+    QTest.keyClick(studio, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    assert studio.current_page() == "harness"
+    tree = studio.harness_page.tree
+    assert tree.filter.hasFocus()
+    QTest.keyClicks(tree.filter, "coupon")
+    visible = [
+        tree.tree.topLevelItem(i).child(j).text(0)
+        for i in range(tree.tree.topLevelItemCount())
+        for j in range(tree.tree.topLevelItem(i).childCount())
+        if not tree.tree.topLevelItem(i).child(j).isHidden()
+    ]
+    assert "coupon-push" in visible and "product-qa" not in visible
+    labels = {b.toolTip() for b in studio.nav_buttons.values()}
+    assert "Harness  (Ctrl+1)" in labels and "Runs  (Ctrl+7)" in labels
+    assert "No model server" in studio.status_server.text()
+    assert "0 jobs running" in studio.status_jobs.text()
+
+
+def test_second_instance_on_same_home_is_refused(studio, hat_home: Path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(AnotherInstance) as err:
+        InstanceGuard(hat_home).acquire()
+    assert "already open on this workspace" in str(err.value)
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    out = subprocess.run(
+        [sys.executable, "-m", "studio", "--home", str(hat_home)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert out.returncode == 2
+    assert "already open on this workspace" in out.stderr
+    assert len(store_log(hat_home)) == 1  # nothing written by the refused instance
+
+
+# ----------------------------------------------------------------------------- skills
+
+
+def test_edit_skill_undo_redo_and_save_version(studio, hat_home: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    page = studio.harness_page
+    assert page.tree.select_name("skills", "coupon-push")
+    ed = page.skill_editor
+    ed.markdown.setFocus()
+    ed.markdown.moveCursor(ed.markdown.textCursor().MoveOperation.End)
+    QTest.keyClick(ed.markdown, Qt.Key.Key_Return)
+    QTest.keyClicks(ed.markdown, "Never offer a second coupon.")
+    ed.flush()
+    wait_until(lambda: "Never offer a second coupon." in ed.preview.toPlainText())
+    assert studio.ctx.session.dirty
+    assert "unsaved" in page.dirty.text()
+    ed.description.setPlainText("Offer the best coupon when a viewer hesitates about price.")
+    ed.flush()
+    page.undo()
+    assert studio.ctx.session.harness.skill("coupon-push").description.startswith("When a viewer")
+    assert ed.description.toPlainText().startswith("When a viewer")
+    page.redo()
+    assert ed.description.toPlainText().startswith("Offer the best coupon")
+
+    monkeypatch.setattr(dialogs, "ask_save", lambda *a, **k: ("Coupon push: shorter", "staging"))
+    studio.save_action.trigger()
+    idle()
+    assert not studio.ctx.session.dirty
+    log = store_log(hat_home)
+    assert [v.message for v in log] == ["Coupon push: shorter", log[1].message]
+    assert log[0].labels == ("staging",)
+    with Store.open(hat_home / "hat.db") as store:
+        skill = store.load("staging", "live-host").skill("coupon-push")
+    assert skill is not None and skill.body.endswith("Never offer a second coupon.")
+
+
+def test_skill_field_errors_are_inline_and_block_saving(studio, hat_home: Path) -> None:  # type: ignore[no-untyped-def]
+    page = studio.harness_page
+    page.tree.select_name("skills", "chit-chat")
+    ed = page.skill_editor
+    ed.name.setText("Chit Chat!")
+    ed.edited("name")
+    ed.flush()
+    assert ed.fields["name"].error.isVisible()
+    assert "lowercase" in ed.fields["name"].error.text()
+    ed.name.setText("product-qa")
+    ed.edited("name")
+    ed.flush()
+    assert "duplicate skill name" in ed.fields["name"].error.text()
+    assert page.save("should not happen") is False
+    assert "Cannot save yet" in page.banner.text.text()
+    assert len(store_log(hat_home)) == 1
+    # broken input survives switching away and back
+    page.tree.select_name("tools", "check_stock")
+    page.tree.select_name("skills", "chit-chat")
+    assert ed.name.text() == "product-qa"
+    assert "duplicate skill name" in ed.fields["name"].error.text()
+    ed.name.setText("small-talk")
+    ed.edited("name")
+    ed.flush()
+    assert not ed.fields["name"].error.isVisible()
+    assert studio.ctx.session.doc.drafts == {}
+    assert studio.ctx.session.harness.skill("small-talk") is not None
+
+
+def test_broken_front_matter_keeps_text_and_names_file_and_field(studio) -> None:  # type: ignore[no-untyped-def]
+    page = studio.harness_page
+    page.tree.select_name("skills", "coupon-push")
+    ed = page.skill_editor
+    ed.tabs.setCurrentIndex(1)
+    broken = ed.raw.toPlainText().replace("name: coupon-push", "name: [coupon-push", 1)
+    ed.raw.setPlainText(broken)
+    ed.flush()
+    assert ed.raw_banner.isVisible()
+    message = ed.raw_banner.text.text()
+    assert "skills/coupon-push/SKILL.md" in message and "front matter, line" in message
+    assert ed.raw.extraSelections()  # the error line is marked
+    assert studio.ctx.session.harness.skill("coupon-push") is not None  # last valid kept
+    page.tree.select_name("skills", "product-qa")
+    page.tree.select_name("skills", "coupon-push")
+    assert ed.raw.toPlainText() == broken
+    fixed = broken.replace("name: [coupon-push", "name: coupon-push").replace(
+        "# Coupon push", "# Coupon push (edited raw)"
+    )
+    ed.raw.setPlainText(fixed)
+    ed.flush()
+    assert not ed.raw_banner.isVisible()
+    assert "# Coupon push (edited raw)" in ed.markdown.toPlainText()
+    assert studio.ctx.session.harness.skill("coupon-push").body.startswith("# Coupon push (edited raw)")
+
+
+# ----------------------------------------------------------------------------- tools
+
+
+def test_tool_form_validates_as_you_type_and_saves(studio, hat_home: Path) -> None:  # type: ignore[no-untyped-def]
+    page = studio.harness_page
+    page.tree.select_name("tools", "check_stock")
+    ed = page.tool_editor
+    assert [c.name.text() for c in ed.param_cards] == ["link_no", "size", "color"]
+    link = ed.param_cards[0]
+    link.default.setText("first")
+    link.changed.emit()
+    ed.flush()
+    spin(10)  # child widgets added to a shown parent appear on the next event loop pass
+    assert link.error.isVisible() and "not an integer" in link.error.text()
+    assert link.default.property("invalid")
+    assert "1 field to fix" in page.dirty.text()
+    link.default.setText("")
+    link.changed.emit()
+    ed.flush()
+    assert not link.error.isVisible()
+    ed.add_param.click()
+    card = ed.param_cards[-1]
+    card.name.setText("in_stock_only")
+    card.type.setCurrentText("boolean")
+    card.description.setText("Only sizes with stock left.")
+    card.default.setText("false")
+    card.changed.emit()
+    ed.flush()
+    spin(10)
+    assert card.isVisible() and not card.error.isVisible()
+    assert page.save("check_stock: in_stock_only") is True
+    idle()
+    with Store.open(hat_home / "hat.db") as store:
+        tool = store.load("head", "live-host").tool("check_stock")
+    assert tool is not None
+    assert tool.parameters["properties"]["in_stock_only"] == {
+        "type": "boolean",
+        "description": "Only sizes with stock left.",
+        "default": False,
+    }
+
+
+def test_pasting_invalid_json_schema_shows_errors_and_keeps_input(studio) -> None:  # type: ignore[no-untyped-def]
+    page = studio.harness_page
+    page.tree.select_name("tools", "check_stock")
+    ed = page.tool_editor
+    ed.tabs.setCurrentIndex(1)
+    data = json.loads(ed.raw.toPlainText())
+    data["function"]["parameters"]["properties"]["size"]["type"] = "strin"
+    pasted = json.dumps(data, indent=2)
+    ed.raw.setPlainText(pasted)
+    ed.flush()
+    assert ed.raw_banner.isVisible()
+    text = ed.raw_banner.text.text()
+    assert "tools/check_stock.json" in text and "properties/size" in text
+    assert ed.raw.toPlainText() == pasted
+    assert studio.ctx.session.harness.tool("check_stock").parameters["properties"]["size"]["type"] == "string"
+    ed.raw.setPlainText('{"type": "function",\n  "function": {"name": "check_stock",')
+    ed.flush()
+    assert "line 2" in ed.raw_banner.text.text() or "line 3" in ed.raw_banner.text.text()
+    data["function"]["parameters"]["properties"]["size"]["type"] = "string"
+    data["function"]["description"] = "Stock per size and colour (pasted)."
+    ed.raw.setPlainText(json.dumps(data, indent=2))
+    ed.flush()
+    assert not ed.raw_banner.isVisible()
+    assert ed.description.toPlainText() == "Stock per size and colour (pasted)."
+
+
+# ----------------------------------------------------------------------------- hooks and prompt
+
+
+def test_hook_test_box_runs_the_hook_under_qasync(studio, qapp) -> None:  # type: ignore[no-untyped-def]
+    import qasync
+
+    page = studio.harness_page
+    page.tree.select_name("hooks", "no-false-promises")
+    ed = page.hook_editor
+    assert ed.sample_fields["reply"].isVisible()
+    loop = qasync.QEventLoop(qapp, already_running=False)
+    asyncio.set_event_loop(loop)
+    try:
+
+        async def run_and_wait() -> None:
+            ed.run_test()  # a running asyncio loop: the hook runs as a task on it
+            assert jobs().running == 1
+            while jobs().running:
+                await asyncio.sleep(0.01)
+
+        loop.run_until_complete(asyncio.wait_for(run_and_wait(), 20))
+    finally:
+        asyncio.set_event_loop(None)
+    assert ed.last_outcome.decision == "block"
+    assert ed.decision.text() == "BLOCK"
+    assert "forbidden claim" in ed.reason.text()
+    assert ed.reminder_out.text().startswith("Model is told:")
+    ed.t_reply.setPlainText("Link 3 is 9.99 USD right now.")
+    ed.run_test()  # no running loop: a worker thread with asyncio.run
+    idle()
+    assert ed.decision.text() == "ALLOW"
+    # edit params through the kind-specific form: a new pattern blocks the calm reply
+    ed.p_patterns.setPlainText(ed.p_patterns.toPlainText() + "\n\\bright now\\b")
+    ed.flush()
+    ed.run_test()
+    idle()
+    assert ed.decision.text() == "BLOCK"
+    ed.p_patterns.setPlainText("(unclosed")
+    ed.flush()
+    assert "not a valid regex" in ed.fields["params"].error.text()
+
+
+def test_prompt_reorder_style_and_template_errors(studio) -> None:  # type: ignore[no-untyped-def]
+    page = studio.harness_page
+    page.tree.select("prompt", "persona")
+    ed = page.prompt_editor
+    before = ed.rendered.toPlainText()
+    assert before.startswith("## Who you are")
+    ed.move_section(0, 2)
+    assert [s.id for s in studio.ctx.session.harness.prompt.sections][:3] == ["rules", "style", "persona"]
+    assert ed.rendered.toPlainText().startswith("## Ground rules")
+    ed.style_picker.set_value("xml", emit=True)
+    ed.flush()
+    assert ed.rendered.toPlainText().startswith("<ground_rules>")
+    ed.select_section("persona")
+    ed.s_template.setPlainText("You are ${host_name} of ${unknown_var}.")
+    ed.flush()
+    assert "unknown_var" in ed.f_template.error.text()
+    assert page.save("nope") is False
+    ed.s_template.setPlainText("You are ${host_name}.")
+    ed.flush()
+    assert not ed.f_template.error.isVisible()
+    page.undo()
+    assert studio.ctx.session.harness.prompt.sections[2].template.startswith("You are ${host_name}, the digital")
+    assert studio.ctx.session.harness.prompt.style.value == "xml"
+    page.undo()
+    assert studio.ctx.session.harness.prompt.style.value == "markdown"
+
+
+# ----------------------------------------------------------------------------- versions
+
+
+def test_versions_diff_label_move_and_rollback(studio, hat_home: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    page = studio.harness_page
+    page.tree.select_name("skills", "coupon-push")
+    page.skill_editor.description.setPlainText("Offer one coupon when a viewer hesitates.")
+    page.skill_editor.flush()
+    assert page.save("v2: coupon description")
+    idle()
+    page.tree.select_name("tools", "check_stock")
+    page.tool_editor.description.setPlainText("Stock by size and colour.")
+    page.tool_editor.flush()
+    assert page.save("v3: check_stock description")
+    idle()
+    view = page.versions
+    page.tabs.setCurrentIndex(1)
+    idle()
+    assert [v.message for v in view.versions][:2] == ["v3: check_stock description", "v2: coupon description"]
+    view.select_version(view.versions[0].id)
+    idle()
+    assert [d.path for d in view.diffs] == ["tools/check_stock.json"]
+    assert any(r.tag == "replace" for r in view.diff.rows)
+    # any two versions: oldest -> newest shows both components
+    view.compare(view.versions[2].id, view.versions[0].id)
+    idle()
+    assert [d.path for d in view.diffs] == ["skills/coupon-push/SKILL.md", "tools/check_stock.json"]
+    # labels: by menu action and by a dropped chip
+    view.select_version(view.versions[1].id)
+    idle()
+    view._fill_label_menu()
+    action = next(a for a in view.label_menu.actions() if a.text() == "Move 'production' here")
+    action.trigger()
+    idle()
+    assert view.labels_of(view.versions[1].id) == ("production",)
+    rows = [view.list.itemWidget(view.list.item(i)) for i in range(view.list.count())]
+    rows[0].label_dropped.emit("production", rows[0].info.id)
+    idle()
+    assert view.labels_of(view.versions[0].id) == ("production",)
+    # rollback to the first version: a new version with its content
+    monkeypatch.setattr(dialogs, "confirm", lambda *a, **k: True)
+    view.select_version(view.versions[2].id)
+    view._rollback_selected()
+    idle()
+    wait_until(lambda: studio.ctx.session.doc.version_id == view.versions[0].id)
+    log = store_log(hat_home)
+    assert len(log) == 4 and log[0].message.startswith("Roll back to")
+    assert log[0].tree_hash == log[3].tree_hash
+    assert studio.ctx.session.harness.tool("check_stock").description.startswith("Current stock")
+
+
+def test_import_folder_with_errors_lists_them_and_stores_nothing(studio, hat_home: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    shown: list = []  # type: ignore[type-arg]
+    monkeypatch.setattr(dialogs, "show_problems", lambda parent, title, text, problems: shown.append(list(problems)))
+    bad = tmp_path / "bad-host"
+    export_folder(import_folder(demo_harness_path()), bad)
+    skill = bad / "skills" / "coupon-push" / "SKILL.md"
+    skill.write_text(skill.read_text().replace("name: coupon-push", "name: [coupon-push", 1))
+    tool = bad / "tools" / "check_stock.json"
+    data = json.loads(tool.read_text())
+    data["function"]["parameters"]["properties"]["size"]["type"] = "strin"
+    tool.write_text(json.dumps(data))
+    view = studio.harness_page.versions
+    view.import_folder(bad)
+    idle()
+    assert len(shown) == 1
+    files = {(p.file, p.field.split(",")[0]) for p in shown[0]}
+    assert ("skills/coupon-push/SKILL.md", "front matter") in files
+    assert any(f == "tools/check_stock.json" for f, _ in files)
+    assert "not imported" in view.banner.text.text()
+    assert len(store_log(hat_home)) == 1
+    good = tmp_path / "live-host"
+    export_folder(import_folder(demo_harness_path()), good)
+    (good / "prompt" / "persona.md").write_text("You are ${host_name}, imported.\n")
+    view.import_folder(good)
+    idle()
+    log = store_log(hat_home)
+    assert len(log) == 2 and log[0].message.startswith("Imported from")
+    out = tmp_path / "exported"
+    view.export_version(log[0].id, out)
+    idle()
+    assert import_folder(out).prompt.sections[0].template == "You are ${host_name}, imported.\n"
+
+
+def test_locked_database_keeps_edits_and_saves_later(studio, hat_home: Path) -> None:  # type: ignore[no-untyped-def]
+    page = studio.harness_page
+    page.tree.select_name("skills", "after-sales")
+    page.skill_editor.description.setPlainText("Returns, exchanges and warranty questions.")
+    page.skill_editor.flush()
+    other = sqlite3.connect(hat_home / "hat.db", isolation_level=None, timeout=0.1)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        assert page.save("while locked") is True
+        idle()
+        assert "locked by another process" in page.banner.text.text()
+        assert "edits are kept" in page.banner.text.text()
+        assert studio.ctx.session.dirty
+        assert page.skill_editor.description.toPlainText() == "Returns, exchanges and warranty questions."
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert len(store_log(hat_home)) == 1
+    assert page.save("after the lock") is True
+    idle()
+    assert not studio.ctx.session.dirty
+    log = store_log(hat_home)
+    assert log[0].message == "after the lock"
+
+
+def test_close_with_unsaved_edits_asks(studio, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    page = studio.harness_page
+    page.tree.select_name("skills", "size-advice")
+    page.skill_editor.description.setPlainText("Sizing help.")
+    page.skill_editor.flush()
+    asked: list[str] = []
+    monkeypatch.setattr(dialogs, "ask_unsaved", lambda parent, what: asked.append(what) or dialogs.CANCEL)
+    assert studio.close() is False
+    assert asked == ["closing"] and studio.isVisible()
+    assert studio.ctx.session.harness.skill("size-advice").description == "Sizing help."
+    monkeypatch.setattr(dialogs, "ask_unsaved", lambda parent, what: dialogs.DISCARD)
+    assert studio.close() is True
+
+
+# ----------------------------------------------------------------------------- variants and workspace
+
+
+def test_variants_screen_and_another_seed(studio, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    studio.show_page("variants")
+    vp = studio.variants_page
+    wait_until(lambda: vp.view is not None)
+    first = vp.view
+    assert first.applied and first.gold_before and first.gold_after
+    assert vp.gold_diff.rows and vp.harness_diff.rows
+    vp.seed.setValue(first.request.seed + 41)
+    wait_until(lambda: vp.view is not first and vp.view.request.seed == first.request.seed + 41)
+    assert vp.view.after != first.after or vp.view.applied != first.applied
+    seed = vp.seed.value()
+    vp.another.click()
+    assert vp.seed.value() != seed
+    wait_until(lambda: vp.view.request.seed == vp.seed.value())
+    vp.bank.set_value("heldout", emit=True)
+    for key in ("skill_ids", "skill_content", "tool_schemas", "hooks"):
+        vp.dimension_buttons[key].setChecked(False)
+    wait_until(lambda: vp.view.request.dimensions == ("prompt",) and vp.view.request.bank == "heldout")
+    assert all(name.startswith("prompt.") for name in vp.view.applied)
+    vp.dimension_buttons["prompt"].setChecked(False)  # the last dimension stays on
+    assert vp.dimension_buttons["prompt"].isChecked()
+    folder = tmp_path / "variant"
+    vp.export(folder)
+    idle()
+    assert import_folder(folder) == vp.view.variant
+    assert (tmp_path / "variant.variant.json").exists()
+
+
+def test_switch_workspace_opens_another_home(studio, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    other = tmp_path / "second-home"
+    assert studio.switch_workspace(other)
+    wait_until(lambda: studio.ctx.session.doc is not None and studio.ctx.home == other)
+    idle()
+    assert (other / "hat.db").exists() and (other / "studio.lock").exists()
+    assert str(other) in studio.workspace_button.toolTip()
+    with pytest.raises(AnotherInstance):
+        InstanceGuard(other).acquire()

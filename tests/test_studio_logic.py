@@ -1,0 +1,162 @@
+"""The studio's Qt-free logic: edit document, component parsing, hook tests, diffs, variants."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from core.harness import HarnessError, import_folder
+from core.harness.demo import load_demo_harness
+from studio.logic import components as comp
+from studio.logic.document import HarnessDocument
+from studio.logic.hooktest import HookSample, default_sample, run_sample
+from studio.logic.textdiff import side_by_side, stats
+from studio.logic.variants import VariantRequest, compute_variant, export_variant, task_choices
+
+
+def test_logic_package_imports_no_qt() -> None:
+    code = (
+        "import sys, studio.logic.document, studio.logic.components, studio.logic.hooktest, "
+        "studio.logic.textdiff, studio.logic.variants; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'qasync', 'pyqtgraph', 'torch')]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_document_apply_validates_whole_harness_and_keeps_uids() -> None:
+    doc = HarnessDocument(load_demo_harness(), "v1")
+    uid = doc.uid("skills", 2)
+    first = doc.item("skills", 0)
+    dup = comp.skill_from_fields(
+        name=first.name, description="x", body="", kind="reply", enabled=True
+    )
+    with pytest.raises(HarnessError) as err:
+        doc.apply(doc.replaced("skills", 2, dup))
+    assert "duplicate skill name" in str(err.value)
+    assert doc.item("skills", 2).name != first.name  # nothing changed
+    doc.apply(doc.moved("skills", 2, 0))
+    assert doc.index_of("skills", uid) == 0
+    new = doc.new_skill()
+    doc.apply(doc.inserted("skills", 1, new))
+    assert doc.item("skills", 1).name == "new-skill"
+    assert doc.unique_name("skills", "new-skill") == "new-skill-2"
+    assert doc.save_blockers() == []
+
+
+def test_skill_fields_and_raw_text() -> None:
+    harness = load_demo_harness()
+    skill = harness.skills[0]
+    with pytest.raises(HarnessError) as err:
+        comp.skill_from_fields(name="Bad Name", description="", body="", kind="reply", enabled=True)
+    fields = {p.field for p in err.value.problems}
+    assert {"name", "description"} <= fields
+    text = comp.skill_file_text(skill)
+    assert comp.parse_skill_text(text, harness) == skill
+    broken = text.replace(f"name: {skill.name}", f"name: [{skill.name}", 1)
+    with pytest.raises(HarnessError) as err:
+        comp.parse_skill_text(broken, harness, f"skills/{skill.name}/SKILL.md")
+    problem = err.value.problems[0]
+    assert problem.file == f"skills/{skill.name}/SKILL.md"
+    assert problem.field.startswith("front matter, line")
+    with pytest.raises(HarnessError) as err:
+        comp.parse_skill_text("no front matter here", harness)
+    assert err.value.problems[0].field == "front matter"
+
+
+def test_schema_rows_round_trip_and_errors_per_row() -> None:
+    harness = load_demo_harness()
+    for tool in harness.tools:
+        rows = comp.rows_from_schema(tool.parameters)
+        result = comp.schema_from_rows(rows, tool.parameters)
+        assert result.ok, (tool.name, result)
+        assert result.schema == tool.parameters
+    rows = comp.rows_from_schema(harness.tools[2].parameters)
+    rows[0].default = "abc"
+    rows[1].type = "integer"
+    rows[1].enum = "S, M"
+    rows.append(comp.ParamRow(name="link_no"))
+    rows.append(comp.ParamRow(name="9bad"))
+    result = comp.schema_from_rows(rows)
+    assert "not an integer" in result.row_errors[0][0]
+    assert result.row_errors[1][0].startswith("enum:")
+    assert "duplicate parameter" in result.row_errors[3][0]
+    assert result.row_errors[4][0].startswith("name:")
+    ok = comp.schema_from_rows(
+        [comp.ParamRow(name="mode", enum="fast, slow", default="fast", required=True)]
+    )
+    assert ok.ok
+    assert ok.schema["properties"]["mode"] == {"type": "string", "enum": ["fast", "slow"], "default": "fast"}
+    assert ok.schema["required"] == ["mode"]
+    bad_default = comp.schema_from_rows([comp.ParamRow(name="mode", enum="a, b", default="c")])
+    assert "default" in bad_default.row_errors[0][0]
+
+
+def test_tool_raw_text_invalid_schema_names_the_property() -> None:
+    harness = load_demo_harness()
+    tool = harness.tools[2]
+    text = comp.tool_file_text(tool)
+    assert comp.parse_tool_text(text, harness) == tool
+    data = json.loads(text)
+    data["function"]["parameters"]["properties"]["size"]["type"] = "strin"
+    with pytest.raises(HarnessError) as err:
+        comp.parse_tool_text(json.dumps(data), harness)
+    problem = err.value.problems[0]
+    assert problem.file == f"tools/{tool.name}.json"
+    assert "properties/size" in problem.message
+    with pytest.raises(HarnessError) as err:
+        comp.parse_tool_text('{"type": "function",\n "function": {', harness)
+    assert err.value.problems[0].field.startswith("line 2")
+
+
+def test_hook_samples_decide_like_the_loop() -> None:
+    harness = load_demo_harness()
+    decisions = {h.name: run_sample(h, harness, default_sample(h, harness)).decision for h in harness.hooks}
+    assert set(decisions.values()) == {"block"}, decisions
+    hook = next(h for h in harness.hooks if h.name == "no-false-promises")
+    calm = HookSample(reply="Link 3 is 9.99 USD right now.")
+    assert run_sample(hook, harness, calm).decision == "allow"
+    out = run_sample(hook, harness, HookSample(reply="Cheapest price ever!"))
+    assert out.decision == "block"
+    assert "cheapest price ever" in out.reminder.lower()
+    broken = HookSample(tool="check_stock", arguments="{oops")
+    link = next(h for h in harness.hooks if h.name == "link-number-range")
+    result = run_sample(link, harness, broken)
+    assert result.decision == "error" and "not valid JSON" in result.reason
+
+
+def test_side_by_side_marks_changed_words() -> None:
+    rows = side_by_side("a\nthe quick fox\nc\n", "a\nthe slow fox\nc\nd\n")
+    assert [r.tag for r in rows] == ["equal", "replace", "equal", "insert"]
+    replace = rows[1]
+    assert replace.left is not None and replace.right is not None
+    (start, end), = replace.left_spans
+    assert replace.left[start:end] == "quick"
+    (start, end), = replace.right_spans
+    assert replace.right[start:end] == "slow"
+    s = stats(rows)
+    assert (s.added, s.removed, s.changed) == (1, 0, 1)
+    assert [r.tag for r in side_by_side(None, "x")] == ["insert"]
+
+
+def test_variant_preview_is_seeded_and_exports(tmp_path) -> None:
+    harness = load_demo_harness()
+    task = task_choices()[0]
+    a = compute_variant(harness, VariantRequest(task.id, seed=3))
+    b = compute_variant(harness, VariantRequest(task.id, seed=3))
+    c = compute_variant(harness, VariantRequest(task.id, seed=4, strength="heavy"))
+    assert a.applied == b.applied and a.after == b.after
+    assert a.gold_before and a.gold_after and not a.gold_problem
+    assert c.after != a.after
+    assert any(a.before[v] != a.after[v] for v in a.before)
+    only_prompt = compute_variant(harness, VariantRequest(task.id, dimensions=("prompt",), seed=5))
+    assert all(name.startswith("prompt.") for name in only_prompt.applied)
+    folder = tmp_path / "variant"
+    sidecar = export_variant(c, folder)
+    assert import_folder(folder) == c.variant
+    record = json.loads(sidecar.read_text())
+    assert record["seed"] == 4 and record["task"] == task.id and "gold" in record
