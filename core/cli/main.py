@@ -13,6 +13,7 @@ from core.cli import (
     models_cmd,
     serve_cmd,
     sim_cmd,
+    train_cmd,
 )
 
 app = typer.Typer(
@@ -28,6 +29,7 @@ app.add_typer(serve_cmd.app, name="serve")
 app.add_typer(chat_cmd.app, name="chat")
 app.add_typer(bench_cmd.app, name="bench")
 app.add_typer(data_cmd.app, name="data")
+app.add_typer(train_cmd.app, name="train")
 app.add_typer(hsa_cmd.app, name="hsa")
 
 

@@ -185,3 +185,69 @@ class LatencyCall(Base):
     output_tokens: Mapped[int | None]
     token_source: Mapped[str | None] = mapped_column(String(16))
     error: Mapped[str | None] = mapped_column(Text)
+
+
+# ----------------------------------------------------------------------------- training runs
+#
+# * ``train_runs``: one training stage run (sft | opd | rl) or a pipeline (stage = pipeline,
+#   its stages point at it through ``parent_pk``): the frozen config, what it was built from
+#   (harness version, dataset hash, package versions, code revision), where it lives
+#   (``run_dir``), the child's command, pid and exit code, its status and the reason of a
+#   failure, and its outputs (JSON: adapter / merged folders, registered model names).
+# * ``train_events``: the run's JSONL event stream (core/train/events.py) copied into the
+#   store; ``superseded`` marks log lines a resume replaced.
+# * ``train_checkpoints``: checkpoints the run wrote, by step.
+
+
+class TrainRun(Base):
+    __tablename__ = "train_runs"
+
+    pk: Mapped[int] = mapped_column(primary_key=True)
+    id: Mapped[str] = mapped_column(String(64), unique=True)
+    stage: Mapped[str] = mapped_column(String(16))
+    parent_pk: Mapped[int | None] = mapped_column(ForeignKey("train_runs.pk"), index=True)
+    status: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+    config: Mapped[str] = mapped_column(Text)
+    harness_version: Mapped[str | None] = mapped_column(Text)
+    dataset_hash: Mapped[str | None] = mapped_column(String(64))
+    packages: Mapped[str] = mapped_column(Text, default="{}")
+    code_revision: Mapped[str | None] = mapped_column(Text)
+    run_dir: Mapped[str] = mapped_column(Text)
+    command: Mapped[str | None] = mapped_column(Text)
+    pid: Mapped[int | None]
+    exit_code: Mapped[int | None]
+    step: Mapped[int] = mapped_column(default=0)
+    total_steps: Mapped[int | None]
+    events_offset: Mapped[int] = mapped_column(default=0)
+    outputs: Mapped[str] = mapped_column(Text, default="{}")
+    created_at: Mapped[datetime]
+    started_at: Mapped[datetime | None]
+    ended_at: Mapped[datetime | None]
+
+
+class TrainEvent(Base):
+    __tablename__ = "train_events"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    run_pk: Mapped[int] = mapped_column(
+        ForeignKey("train_runs.pk", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(primary_key=True)
+    time: Mapped[float]
+    kind: Mapped[str] = mapped_column(String(16))
+    step: Mapped[int | None]
+    data: Mapped[str] = mapped_column(Text)
+    superseded: Mapped[bool] = mapped_column(default=False)
+
+
+class TrainCheckpoint(Base):
+    __tablename__ = "train_checkpoints"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    run_pk: Mapped[int] = mapped_column(
+        ForeignKey("train_runs.pk", ondelete="CASCADE"), primary_key=True
+    )
+    step: Mapped[int] = mapped_column(primary_key=True)
+    path: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime]

@@ -1,0 +1,457 @@
+"""`hat train …`: run the HAT stages as child processes and watch them.
+
+    hat train sft --config sft.yaml                 # validate, launch, follow the events
+    hat train sft --config sft.yaml --show-command  # print the exact child command, run nothing
+    hat train rl --config rl.yaml --num-gpus 8 --distributed fsdp2
+    hat train pipeline --config hat.yaml            # SFT -> OPD -> RL, each from the last
+    hat train list | status RUN | stop RUN | cancel RUN | resume RUN
+    hat train schema sft                            # the config's JSON Schema (studio forms)
+
+A config with unknown keys or impossible values is rejected before anything starts, every
+problem with its field. In the foreground, Ctrl-C asks the run to stop (checkpoint and adapter
+saved, resumable); a second Ctrl-C cancels it. `--detach` returns at once; `hat train status`
+follows up (and notices a child that died).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from core.cli.common import console, err_console, fail, open_store
+from core.train.config import (
+    ConfigError,
+    Environment,
+    PipelineConfig,
+    StageConfig,
+    check_launch,
+    check_pipeline,
+    config_schema,
+    detect_environment,
+    load_config,
+    load_pipeline,
+)
+
+app = typer.Typer(
+    help="Train: HSA-SFT, general OPD, HSA-RL and the pipeline.", no_args_is_help=True
+)
+
+ConfigOpt = Annotated[Path, typer.Option("--config", "-c", help="The stage's YAML config.")]
+ShowOpt = Annotated[
+    bool, typer.Option("--show-command", help="Print the child command line and exit.")
+]
+DetachOpt = Annotated[bool, typer.Option("--detach", help="Start and return; do not follow.")]
+GpusOpt = Annotated[int | None, typer.Option("--num-gpus", min=0, help="GPUs per machine.")]
+DistOpt = Annotated[
+    str | None, typer.Option("--distributed", help="none | multi_gpu | fsdp2 | zero3")
+]
+MachinesOpt = Annotated[int | None, typer.Option("--num-machines", min=1)]
+RankOpt = Annotated[int | None, typer.Option("--machine-rank", min=0)]
+IpOpt = Annotated[str | None, typer.Option("--main-process-ip")]
+PortOpt = Annotated[int | None, typer.Option("--main-process-port")]
+
+
+def _launch_overrides(**values: Any) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _apply_launch(config: StageConfig, overrides: dict[str, Any]) -> StageConfig:
+    if not overrides:
+        return config
+    from core.train.config import parse_stage
+
+    data = config.model_dump(mode="json")
+    data["launch"] = {**data["launch"], **overrides}
+    return parse_stage(data, config.stage)
+
+
+def _print_problems(problems: list[str]) -> None:
+    err_console.print(f"[red]{len(problems)} problem(s) in the config:[/red]")
+    for line in problems:
+        err_console.print(f"  {line}", markup=False)
+
+
+def _load_stage(stage: str, path: Path, overrides: dict[str, Any]) -> StageConfig:
+    try:
+        return _apply_launch(load_config(path, stage), overrides)
+    except ConfigError as exc:
+        _print_problems(exc.lines())
+        raise typer.Exit(1) from None
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def _duration(seconds: Any) -> str:
+    if not isinstance(seconds, int | float):
+        return "?"
+    seconds = int(seconds)
+    return f"{seconds // 3600:d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def print_event(event: dict[str, Any]) -> None:
+    kind = event.get("event")
+    if kind == "phase":
+        extra = f" - {event['reason']}" if event.get("reason") else ""
+        console.print(f"[bold]{event.get('phase')}[/bold]{extra}", markup=True, highlight=False)
+    elif kind == "log":
+        parts = [f"step {event.get('step')}/{event.get('total')}"]
+        for key in ("loss", "learning_rate", "grad_norm", "tokens_per_s"):
+            if event.get(key) is not None:
+                parts.append(f"{key} {_fmt(event[key])}")
+        for name, value in (event.get("rewards") or {}).items():
+            parts.append(f"{name} {_fmt(value, 3)}")
+        parts.append(
+            f"elapsed {_duration(event.get('elapsed_s'))} eta {_duration(event.get('eta_s'))}"
+        )
+        console.print("  " + "  ".join(parts), markup=False, highlight=False)
+    elif kind == "checkpoint":
+        console.print(f"  checkpoint at step {event.get('step')}", markup=False)
+    elif kind == "resume":
+        console.print(f"  resumed after step {event.get('from_step')}", markup=False)
+    elif kind == "output":
+        for key in ("adapter", "merged", "model"):
+            if event.get(key):
+                console.print(f"  {key}: {event[key]}", markup=False)
+
+
+class _Interrupts:
+    """Ctrl-C: first stop (save), second cancel, third cancel with SIGTERM."""
+
+    def __init__(self, on_signal: Any) -> None:
+        self.count = 0
+        self.on_signal = on_signal
+        self.previous: Any = None
+
+    def __enter__(self) -> _Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.count += 1
+        action = {1: "stop", 2: "cancel"}.get(self.count, "force")
+        err_console.print(f"\n[yellow]{action} requested[/yellow]")
+        self.on_signal(action)
+
+
+def _control(store: Any, run_id: str, action: str) -> None:
+    from core.train.runs import RunError, cancel, stop
+
+    try:
+        if action == "stop":
+            stop(store, run_id)
+        else:
+            cancel(store, run_id, force=action == "force")
+    except RunError:
+        pass
+
+
+def _end(run: Any) -> None:
+    color = {"done": "green", "stopped": "yellow", "cancelled": "yellow"}.get(run.status, "red")
+    console.print(f"run {run.id}: [{color}]{run.status}[/{color}]", markup=True, highlight=False)
+    if run.reason:
+        console.print(run.reason, markup=False, highlight=False)
+    registered = run.outputs.get("registered")
+    if registered:
+        console.print(f"registered: {', '.join(registered)}", markup=False)
+    if run.status != "done" and run.status != "stopped":
+        raise typer.Exit(1)
+
+
+def _show(config: StageConfig, env: Environment) -> None:
+    from core.paths import runs_dir
+    from core.train.runs import new_run_id, show_command, training_python
+    from core.train.scaleout import stage_command
+
+    run_dir = runs_dir() / new_run_id(config.stage)
+    command, accelerate = stage_command(
+        config, env, python=training_python(), config_path=run_dir / "config.yaml", run_dir=run_dir
+    )
+    console.print(show_command(command), markup=False, highlight=False, soft_wrap=True)
+    if accelerate is not None:
+        import yaml
+
+        console.print(f"# {run_dir / 'accelerate.yaml'}:", markup=False)
+        console.print(yaml.safe_dump(accelerate, sort_keys=True), markup=False, highlight=False)
+
+
+def _run_stage(config: StageConfig, show: bool, detach: bool) -> None:
+    from core.train.runs import RunError, prepare, start, watch
+
+    env = detect_environment()
+    problems = check_launch(config, env)
+    if problems:
+        _print_problems(problems)
+        raise typer.Exit(1)
+    if show:
+        _show(config, env)
+        return
+    with open_store() as store:
+        try:
+            run = prepare(store, config, env)
+        except ConfigError as exc:
+            _print_problems(exc.lines())
+            raise typer.Exit(1) from None
+        console.print(f"run {run.id} ({run.run_dir})", markup=False, highlight=False)
+        try:
+            proc = start(store, run.id)
+        except RunError as exc:
+            fail(str(exc))
+        if detach:
+            console.print(f"started (pid {proc.pid}); follow with: hat train status {run.id}")
+            return
+        with _Interrupts(lambda action: _control(store, run.id, action)):
+            run = watch(store, run.id, proc, on_event=print_event)
+        _end(run)
+
+
+def _stage_command(stage: str) -> Any:
+    def command(
+        config: ConfigOpt,
+        show_command: ShowOpt = False,
+        detach: DetachOpt = False,
+        num_gpus: GpusOpt = None,
+        distributed: DistOpt = None,
+        num_machines: MachinesOpt = None,
+        machine_rank: RankOpt = None,
+        main_process_ip: IpOpt = None,
+        main_process_port: PortOpt = None,
+    ) -> None:
+        overrides = _launch_overrides(
+            num_gpus=num_gpus,
+            distributed=distributed,
+            num_machines=num_machines,
+            machine_rank=machine_rank,
+            main_process_ip=main_process_ip,
+            main_process_port=main_process_port,
+        )
+        _run_stage(_load_stage(stage, config, overrides), show_command, detach)
+
+    return command
+
+
+app.command("sft", help="Stage 1, HSA-SFT (SFTTrainer, loss on assistant turns).")(
+    _stage_command("sft")
+)
+app.command("opd", help="Stage 2, general on-policy distillation (reverse KL to the base).")(
+    _stage_command("opd")
+)
+app.command("rl", help="Stage 3, HSA-RL (GRPO, graders as rewards, faults on).")(
+    _stage_command("rl")
+)
+
+
+@app.command("pipeline")
+def pipeline_cmd(
+    config: ConfigOpt,
+    show_command: ShowOpt = False,
+    detach: DetachOpt = False,
+) -> None:
+    """SFT -> OPD -> RL, each stage starting from the previous stage's output."""
+    from core.train.pipeline import run_pipeline
+
+    try:
+        pipeline: PipelineConfig = load_pipeline(config)
+    except ConfigError as exc:
+        _print_problems(exc.lines())
+        raise typer.Exit(1) from None
+    env = detect_environment()
+    problems = check_pipeline(pipeline, env)
+    if problems:
+        _print_problems(problems)
+        raise typer.Exit(1)
+    if show_command:
+        from core.train.config import resolved_stages
+
+        for stage in resolved_stages(pipeline):
+            console.print(f"# {stage.stage}", markup=False)
+            _show(stage, env)
+        return
+    if detach:
+        _detach_pipeline(config)
+        return
+    with open_store() as store:
+        current: dict[str, str] = {}
+
+        def on_stage(run: Any, how: str) -> None:
+            current["id"] = run.id
+            console.print(f"== {run.stage}: run {run.id} ({how})", markup=False)
+
+        def interrupt(action: str) -> None:
+            if current:
+                _control(store, current["id"], action)
+
+        with _Interrupts(interrupt):
+            try:
+                run = run_pipeline(store, pipeline, env, on_event=print_event, on_stage=on_stage)
+            except ConfigError as exc:
+                _print_problems(exc.lines())
+                raise typer.Exit(1) from None
+        _end(run)
+
+
+def _detach_pipeline(config: Path) -> None:
+    import subprocess
+    import sys
+
+    from core.paths import runs_dir
+
+    log = runs_dir() / "pipeline-detached.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as handle:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "core.cli.main", "train", "pipeline", "--config", str(config)],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    console.print(f"pipeline started in the background (pid {proc.pid}); see hat train list")
+
+
+@app.command("list")
+def list_cmd(
+    stage: Annotated[str | None, typer.Option("--stage", help="sft | opd | rl | pipeline")] = None,
+) -> None:
+    """Every training run, oldest first."""
+    from rich.table import Table
+
+    from core.store.training import list_runs
+    from core.train.runs import refresh
+
+    with open_store() as store:
+        runs = [refresh(store, r.id) if r.status == "running" else r for r in list_runs(store)]
+        if stage:
+            runs = [r for r in runs if r.stage == stage]
+        if not runs:
+            console.print("no training runs")
+            return
+        table = Table("run", "stage", "status", "step", "created", "registered")
+        for run in runs:
+            total = f"/{run.total_steps}" if run.total_steps else ""
+            created = run.created_at.strftime("%Y-%m-%d %H:%M") if run.created_at else ""
+            registered = ", ".join(run.outputs.get("registered") or [])
+            table.add_row(run.id, run.stage, run.status, f"{run.step}{total}", created, registered)
+        console.print(table)
+
+
+@app.command("status")
+def status_cmd(
+    run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+    events: Annotated[int, typer.Option("--events", "-n", help="Last N events to show.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="The run record as JSON.")] = False,
+) -> None:
+    """A run's status, progress, provenance and last events."""
+    from core.store.training import list_runs, run_events
+    from core.train.runs import refresh
+
+    with open_store() as store:
+        run = refresh(store, run_id)
+        if as_json:
+            data = {k: v for k, v in run.__dict__.items()}
+            console.print_json(json.dumps(data, default=str))
+            return
+        total = f"/{run.total_steps}" if run.total_steps else ""
+        lines = [
+            f"run {run.id}  stage {run.stage}  status {run.status}  step {run.step}{total}",
+            f"folder {run.run_dir}",
+            f"harness {run.harness_version or '-'}  dataset {(run.dataset_hash or '-')[:16]}",
+            f"code {run.code_revision or '-'}  packages "
+            + ", ".join(f"{k} {v}" for k, v in sorted(run.packages.items())),
+        ]
+        if run.reason:
+            lines.append(f"reason: {run.reason}")
+        for key in ("adapter", "merged", "model"):
+            if run.outputs.get(key):
+                lines.append(f"{key}: {run.outputs[key]}")
+        if run.outputs.get("registered"):
+            lines.append("registered: " + ", ".join(run.outputs["registered"]))
+        for line in lines:
+            console.print(line, markup=False, highlight=False)
+        if run.stage == "pipeline":
+            for child in list_runs(store, parent=run.id):
+                console.print(f"  {child.stage}: {child.id} {child.status}", markup=False)
+            return
+        for event in run_events(store, run.id)[-events:] if events > 0 else []:
+            print_event(event)
+
+
+@app.command("stop")
+def stop_cmd(run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")]) -> None:
+    """Save a checkpoint and the adapter, then end the run (resumable)."""
+    from core.train.runs import RunError, stop
+
+    with open_store() as store:
+        try:
+            run = stop(store, run_id)
+        except RunError as exc:
+            fail(str(exc))
+        console.print(f"stop requested for {run.id}")
+
+
+@app.command("cancel")
+def cancel_cmd(
+    run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+    force: Annotated[bool, typer.Option("--force", help="Also send SIGTERM.")] = False,
+) -> None:
+    """End the run at once without saving."""
+    from core.train.runs import RunError, cancel
+
+    with open_store() as store:
+        try:
+            run = cancel(store, run_id, force=force)
+        except RunError as exc:
+            fail(str(exc))
+        console.print(f"cancel requested for {run.id}")
+
+
+@app.command("resume")
+def resume_cmd(
+    run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+    detach: DetachOpt = False,
+) -> None:
+    """Continue a failed or stopped run from its last checkpoint (steps and curves continue)."""
+    from core.train.pipeline import resume_pipeline
+    from core.train.runs import RunError, refresh, resume, watch
+
+    with open_store() as store:
+        run = refresh(store, run_id)
+        try:
+            if run.stage == "pipeline":
+                if detach:
+                    fail("a pipeline resumes in the foreground")
+                run = resume_pipeline(store, run.id, detect_environment(), on_event=print_event)
+                _end(run)
+                return
+            proc = resume(store, run.id)
+        except (RunError, ConfigError) as exc:
+            fail(str(exc))
+        if detach:
+            console.print(f"resumed (pid {proc.pid}); follow with: hat train status {run.id}")
+            return
+        with _Interrupts(lambda action: _control(store, run.id, action)):
+            run = watch(store, run.id, proc, on_event=print_event)
+        _end(run)
+
+
+@app.command("schema")
+def schema_cmd(
+    stage: Annotated[str, typer.Argument(help="sft | opd | rl | pipeline")],
+) -> None:
+    """The JSON Schema of a config (defaults and help text for every field)."""
+    if stage not in ("sft", "opd", "rl", "pipeline"):
+        fail(f"unknown stage {stage!r}: sft, opd, rl or pipeline")
+    console.print_json(json.dumps(config_schema(stage)))

@@ -1,0 +1,691 @@
+"""Training configuration: one pydantic model per stage, and the pipeline that chains them.
+
+    cfg = load_config("run.yaml", stage="sft")      # ConfigError naming every bad field
+    problems = check_launch(cfg, detect_environment())   # GPU-only options on a CPU box, ...
+
+The models are Qt- and torch-free: the CLI validates with them before anything is launched,
+the studio builds its forms from them (every field has a default and a `description`), and the
+training child (`python -m training`) reads the same frozen file back. Unknown keys are errors
+(`extra="forbid"`) and every error names its field (`sft.learning_rate: ...`).
+
+Batch sizes: `global_batch_size` is what one optimizer step sees across every process. It stays
+fixed when the GPU count changes: gradient accumulation is computed as
+`global_batch_size / (per_device_batch_size * processes)` and must divide exactly (see
+`batch_plan`). Leave it unset to use `per_device_batch_size * processes *
+gradient_accumulation_steps`.
+
+GPU-only options (`use_vllm`, fp16, multi-GPU / FSDP2 / ZeRO-3, `device: cuda`) are rejected by
+`check_launch` on a machine without a GPU, with the field named.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+STAGES = ("sft", "opd", "rl")
+Stage = Literal["sft", "opd", "rl"]
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$")
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot run; `problems` are `(field, message)` pairs."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{f}: {m}" if f else m for f, m in problems))
+
+    def lines(self) -> list[str]:
+        return [f"{f}: {m}" if f else m for f, m in self.problems]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+# ----------------------------------------------------------------------------- shared parts
+
+
+class LoraSettings(_Model):
+    r: int = Field(default=16, ge=1, le=1024, description="LoRA rank.")
+    alpha: int = Field(default=32, ge=1, description="LoRA alpha (scaling = alpha / r).")
+    dropout: float = Field(default=0.05, ge=0, lt=1, description="Dropout on the LoRA input.")
+    target_modules: str | list[str] = Field(
+        default="all-linear",
+        description='Modules that get adapters: "all-linear" or a list of module names.',
+    )
+
+
+class LaunchSettings(_Model):
+    """Where and how the stage runs; multi-node flags are passed to `accelerate launch`."""
+
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        default="auto", description="auto: the GPUs when there are any, else the CPU."
+    )
+    num_gpus: int | None = Field(
+        default=None,
+        ge=0,
+        description="GPUs per machine (None: every visible GPU; 0: CPU only).",
+    )
+    distributed: Literal["auto", "none", "multi_gpu", "fsdp2", "zero3"] = Field(
+        default="auto",
+        description=(
+            "auto: none for one process, multi_gpu (DDP) for several; fsdp2 and zero3 shard the "
+            "model across GPUs (accelerate configs are generated)."
+        ),
+    )
+    num_machines: int = Field(default=1, ge=1, description="Machines in a multi-node run.")
+    machine_rank: int = Field(default=0, ge=0, description="This machine's rank (0 = main).")
+    main_process_ip: str | None = Field(
+        default=None, description="Address of the rank-0 machine (multi-node only)."
+    )
+    main_process_port: int = Field(
+        default=29500, ge=1, le=65535, description="Rendezvous port on the rank-0 machine."
+    )
+
+    @model_validator(mode="after")
+    def _check_nodes(self) -> LaunchSettings:
+        if self.machine_rank >= self.num_machines:
+            raise ValueError(
+                f"machine_rank {self.machine_rank} must be below num_machines {self.num_machines}"
+            )
+        if self.num_machines > 1 and not self.main_process_ip:
+            raise ValueError("a multi-node run (num_machines > 1) needs main_process_ip")
+        return self
+
+
+class StageBase(_Model):
+    """Fields every stage shares: model, adapter method, optimisation, saving, launch."""
+
+    model: str | None = Field(
+        default=None,
+        description=(
+            "Base model: a registered model name (hat models list) or a Hugging Face folder. "
+            "Set by the pipeline inside `hat train pipeline`."
+        ),
+    )
+    adapter: str | None = Field(
+        default=None,
+        description=(
+            "A LoRA adapter to continue training (registered name or folder); the pipeline "
+            "sets it to the previous stage's output."
+        ),
+    )
+    output_name: str | None = Field(
+        default=None,
+        description="Name the result is registered under (default: <stage>-<run id>).",
+    )
+    method: Literal["lora", "full"] = Field(
+        default="lora", description="lora: train an adapter; full: train every weight."
+    )
+    lora: LoraSettings = Field(default_factory=LoraSettings)
+    merge: bool = Field(
+        default=False, description="Also save (and register) the model with the adapter merged."
+    )
+    max_steps: int | None = Field(
+        default=None, ge=1, description="Optimizer steps (overrides epochs when set)."
+    )
+    epochs: float = Field(default=1.0, gt=0, description="Passes over the data.")
+    per_device_batch_size: int = Field(default=4, ge=1, description="Rows per device per step.")
+    global_batch_size: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Rows per optimizer step over every process; gradient accumulation is computed so "
+            "it stays the same when the GPU count changes."
+        ),
+    )
+    gradient_accumulation_steps: int = Field(
+        default=1, ge=1, description="Used only when global_batch_size is not set."
+    )
+    learning_rate: float = Field(default=2e-4, gt=0, description="Peak learning rate.")
+    lr_scheduler: Literal["linear", "cosine", "constant", "constant_with_warmup"] = Field(
+        default="cosine", description="Learning-rate schedule."
+    )
+    warmup_ratio: float = Field(default=0.0, ge=0, lt=1, description="Warm-up share of steps.")
+    weight_decay: float = Field(default=0.0, ge=0, description="AdamW weight decay.")
+    max_grad_norm: float = Field(default=1.0, gt=0, description="Gradient clipping norm.")
+    seed: int = Field(default=0, ge=0, description="Seed for data order and initialisation.")
+    logging_steps: int = Field(default=1, ge=1, description="Steps between metric events.")
+    save_steps: int = Field(default=50, ge=1, description="Steps between checkpoints.")
+    save_total_limit: int | None = Field(
+        default=2, ge=1, description="Checkpoints kept (older ones are deleted)."
+    )
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
+        default="auto",
+        description=(
+            "auto: bf16 on GPUs that support it and on CPUs with native bf16 (AMX / "
+            "AVX512-BF16), else fp32. fp16 needs a GPU."
+        ),
+    )
+    gradient_checkpointing: bool = Field(
+        default=False, description="Recompute activations in backward (less memory, slower)."
+    )
+    launch: LaunchSettings = Field(default_factory=LaunchSettings)
+
+    @model_validator(mode="after")
+    def _check_names(self) -> StageBase:
+        if self.output_name is not None and not NAME_RE.match(self.output_name):
+            raise ValueError(
+                f"output_name {self.output_name!r} must be letters, digits, '.', '_' or '-'"
+            )
+        if self.adapter is not None and self.method == "full":
+            raise ValueError("adapter is only for method 'lora' (a full fine-tune has no adapter)")
+        return self
+
+
+SystemPrompt = Literal["full", "compact"]
+_SYSTEM_PROMPT_HELP = (
+    "full: the harness's rendered system prompt, as served. compact: a short prompt (persona "
+    "line, tool and skill names) for CPU experiments only; it is not what the server shows."
+)
+
+
+class SftConfig(StageBase):
+    """Stage 1, HSA-SFT: SFTTrainer on teacher trajectories (original + K harness variants)."""
+
+    stage: Literal["sft"] = "sft"
+    data: Annotated[list[str], Field(min_length=1)] = Field(
+        default_factory=lambda: ["data/sft.jsonl"],
+        description="JSONL files written by `hat data generate` (rows with messages).",
+    )
+    max_length: int = Field(
+        default=2048, ge=16, description="Tokens per row; longer rows are cut at the end."
+    )
+    loss_on: Literal["assistant", "all"] = Field(
+        default="assistant", description="assistant: loss on assistant turns only."
+    )
+    system_prompt: SystemPrompt = Field(default="full", description=_SYSTEM_PROMPT_HELP)
+    max_rows: int | None = Field(default=None, ge=1, description="Use only the first N rows.")
+    packing: bool = Field(default=False, description="Pack rows into max_length blocks.")
+
+
+class OpdConfig(StageBase):
+    """Stage 2, general on-policy distillation: DistillationTrainer, reverse KL to a teacher."""
+
+    stage: Literal["opd"] = "opd"
+    learning_rate: float = Field(default=5e-5, gt=0, description="Peak learning rate.")
+    teacher: str | None = Field(
+        default=None,
+        description=(
+            "Teacher model (registered name or folder): the pre-SFT base model. The pipeline "
+            "sets it to its base model."
+        ),
+    )
+    prompts: str = Field(
+        default="bank",
+        description=(
+            "bank: the bundled general-instruction prompt bank; a JSONL file (prompt or "
+            "messages per row); tulu3: allenai/tulu-3-sft-mixture, from the local datasets "
+            "cache only."
+        ),
+    )
+    max_prompts: int | None = Field(default=None, ge=1, description="Use at most N prompts.")
+    max_completion_length: int = Field(
+        default=256, ge=1, description="Tokens the student samples per prompt."
+    )
+    temperature: float = Field(default=1.0, gt=0, description="Sampling temperature.")
+    beta: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="Divergence: 1 = reverse KL (the recipe), 0 = forward KL, 0.5 = JSD.",
+    )
+    use_vllm: bool = Field(
+        default=False, description="Sample with vLLM (GPU only; vLLM in the same environment)."
+    )
+
+
+class RewardWeights(_Model):
+    accuracy: float = Field(default=1.0, ge=0, description="Binary accuracy grader.")
+    effectiveness: float = Field(default=1.0, ge=0, description="0 / 0.5 / 1 effectiveness.")
+    tool_rationality: float = Field(default=0.5, ge=0, description="BFCL-style tool use.")
+    skill_selection: float = Field(default=0.5, ge=0, description="Right skills loaded.")
+    length: float = Field(default=0.2, ge=0, description="Penalty for outputs over the budget.")
+
+    def as_list(self) -> list[float]:
+        return [self.accuracy, self.effectiveness, self.tool_rationality, self.skill_selection,
+                self.length]  # fmt: skip
+
+
+REWARD_COMPONENTS = ("accuracy", "effectiveness", "tool_rationality", "skill_selection", "length")
+
+
+class RlConfig(StageBase):
+    """Stage 3, HSA-RL: GRPOTrainer in the simulated live room, a fresh variant per group."""
+
+    stage: Literal["rl"] = "rl"
+    learning_rate: float = Field(default=1e-5, gt=0, description="Peak learning rate.")
+    tasks: str = Field(
+        default="train", description="Simulator tasks: train | dev | a suite name | a JSONL file."
+    )
+    per_category: int | None = Field(
+        default=4, ge=1, description="Tasks per category when tasks is a split."
+    )
+    task_seed: int = Field(default=0, ge=0, description="Seed of the task generator.")
+    harness: str | None = Field(
+        default=None, description="Harness folder or stored version (default: the demo)."
+    )
+    sampler: str = Field(
+        default="hsa", description="Harness-variant sampler (one fresh variant per group)."
+    )
+    turn: Literal["any", "first", "final"] = Field(
+        default="any",
+        description=(
+            "Which turn of the gold trajectory the model writes: any (a seeded pick per "
+            "group), the first, or the final reply."
+        ),
+    )
+    groups: int | None = Field(
+        default=None, ge=1, description="Prompt groups to build (default: enough for the run)."
+    )
+    num_generations: int = Field(default=4, ge=2, description="Completions per prompt group.")
+    max_completion_length: int = Field(default=256, ge=1, description="Tokens per completion.")
+    temperature: float = Field(default=1.0, gt=0, description="Sampling temperature.")
+    beta: float = Field(default=0.0, ge=0, description="KL penalty against the start model.")
+    fault_rate: float = Field(
+        default=0.1, ge=0, le=1, description="Per tool call fault probability (five kinds)."
+    )
+    reward_weights: RewardWeights = Field(default_factory=RewardWeights)
+    length_budget: int = Field(
+        default=128, ge=1, description="Completion tokens before the length penalty starts."
+    )
+    system_prompt: SystemPrompt = Field(default="full", description=_SYSTEM_PROMPT_HELP)
+    use_vllm: bool = Field(
+        default=False,
+        description=(
+            "Generate with vLLM (GPU only; vLLM in the training environment). colocate shares "
+            "the training GPUs; server talks to a `trl vllm-serve` process."
+        ),
+    )
+    vllm_mode: Literal["colocate", "server"] = Field(default="colocate")
+
+
+StageConfig = SftConfig | OpdConfig | RlConfig
+STAGE_MODELS: dict[str, type[StageBase]] = {"sft": SftConfig, "opd": OpdConfig, "rl": RlConfig}
+
+
+class PipelineConfig(_Model):
+    """SFT -> OPD -> RL; each stage starts from the previous stage's adapter."""
+
+    model: str = Field(description="The base model every stage builds on (and OPD's teacher).")
+    name: str | None = Field(default=None, description="Prefix of the registered outputs.")
+    sft: SftConfig | None = Field(default=None, description="Stage 1 (omit to skip).")
+    opd: OpdConfig | None = Field(default=None, description="Stage 2 (omit to skip).")
+    rl: RlConfig | None = Field(default=None, description="Stage 3 (omit to skip).")
+
+    @model_validator(mode="after")
+    def _check(self) -> PipelineConfig:
+        if self.sft is None and self.opd is None and self.rl is None:
+            raise ValueError("a pipeline needs at least one stage (sft, opd or rl)")
+        for stage in self.stages():
+            if stage.model is not None or stage.adapter is not None:
+                raise ValueError(
+                    f"{stage.stage}.model / {stage.stage}.adapter are set by the pipeline "
+                    "(use the pipeline's model)"
+                )
+        if self.name is not None and not NAME_RE.match(self.name):
+            raise ValueError(f"name {self.name!r} must be letters, digits, '.', '_' or '-'")
+        return self
+
+    def stages(self) -> list[StageConfig]:
+        return [s for s in (self.sft, self.opd, self.rl) if s is not None]
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def _known_fields(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """Field names of the sub-model at `loc` (for 'did you mean' hints)."""
+    current: Any = model
+    for part in loc[:-1]:
+        if not isinstance(current, type) or not issubclass(current, BaseModel):
+            return []
+        info = current.model_fields.get(str(part))
+        if info is None:
+            return []
+        annotation = info.annotation
+        candidates = [annotation, *getattr(annotation, "__args__", ())]
+        current = next(
+            (c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None
+        )
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def problems_from(
+    exc: ValidationError, model: type[BaseModel], prefix: str
+) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for error in exc.errors():
+        loc = tuple(error["loc"])
+        where = ".".join([prefix, *map(str, loc)] if prefix else map(str, loc))
+        if error["type"] == "extra_forbidden":
+            known = _known_fields(model, loc)
+            hint = difflib.get_close_matches(str(loc[-1]), known, n=1)
+            message = "unknown key" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+        elif error["type"] == "missing":
+            message = "required"
+        else:
+            message = str(error["msg"]).removeprefix("Value error, ")
+        out.append((where or prefix, message))
+    return out
+
+
+def parse_stage(data: Any, stage: str, *, prefix: str | None = None) -> StageConfig:
+    """A stage config from parsed YAML/JSON; ConfigError names every bad field."""
+    if stage not in STAGE_MODELS:
+        raise ConfigError([("stage", f"unknown stage {stage!r} (one of {', '.join(STAGES)})")])
+    where = stage if prefix is None else prefix
+    if not isinstance(data, dict):
+        raise ConfigError([(where, "must be a mapping of settings")])
+    declared = data.get("stage", stage)
+    if declared != stage:
+        raise ConfigError(
+            [(f"{where}.stage", f"this file is a {declared!r} config, not {stage!r}")]
+        )
+    model = STAGE_MODELS[stage]
+    try:
+        parsed = model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(problems_from(exc, model, where)) from None
+    assert isinstance(parsed, SftConfig | OpdConfig | RlConfig)
+    return parsed
+
+
+def parse_pipeline(data: Any) -> PipelineConfig:
+    if not isinstance(data, dict):
+        raise ConfigError([("pipeline", "must be a mapping of settings")])
+    try:
+        return PipelineConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(problems_from(exc, PipelineConfig, "pipeline")) from None
+
+
+def read_yaml(path: str | Path) -> Any:
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([("config", f"cannot read {file}: {exc.strerror}")]) from None
+    try:
+        return yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError([("config", f"{file} is not valid YAML: {exc}")]) from None
+
+
+def load_config(path: str | Path, stage: str) -> StageConfig:
+    return parse_stage(read_yaml(path), stage)
+
+
+def load_pipeline(path: str | Path) -> PipelineConfig:
+    return parse_pipeline(read_yaml(path))
+
+
+def dump_config(config: BaseModel) -> str:
+    """The canonical YAML of a config (every field, defaults included): the frozen copy."""
+    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+
+
+def config_schema(stage: str) -> dict[str, Any]:
+    """JSON Schema of a stage (or "pipeline") config: what the studio builds forms from."""
+    model: type[BaseModel] = PipelineConfig if stage == "pipeline" else STAGE_MODELS[stage]
+    return model.model_json_schema()
+
+
+# ----------------------------------------------------------------------------- environment
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What this machine offers, found without torch."""
+
+    gpus: int = 0
+    gpu_names: tuple[str, ...] = ()
+    cpu_bf16: bool = False
+    cpu_count: int = 1
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _cpu_bf16() -> bool:
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.split(":", 1)[1].split())
+            break
+    return bool(flags & {"amx_bf16", "avx512_bf16"})
+
+
+def _nvml_gpus() -> list[str] | None:
+    try:
+        import pynvml  # nvidia-ml-py, optional
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # no driver
+        return []
+    try:
+        names = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(index))
+            names.append(name.decode() if isinstance(name, bytes) else str(name))
+        return names
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _smi_gpus() -> list[str]:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    try:
+        out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.stdout.splitlines() if line.startswith("GPU ")]
+
+
+def detect_environment() -> Environment:
+    """GPUs (HAT_GPU_COUNT overrides; NVML when nvidia-ml-py is present; nvidia-smi), CPU bf16."""
+    override = os.environ.get("HAT_GPU_COUNT")
+    if override is not None and override.strip().isdigit():
+        count = int(override)
+        names: list[str] = [f"GPU {i}" for i in range(count)]
+    else:
+        nvml = _nvml_gpus()
+        names = nvml if nvml is not None else _smi_gpus()
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if visible is not None:
+            ids = [v for v in visible.split(",") if v.strip() and v.strip() != "-1"]
+            names = names[: len(ids)]
+    return Environment(
+        gpus=len(names), gpu_names=tuple(names), cpu_bf16=_cpu_bf16(), cpu_count=os.cpu_count() or 1
+    )
+
+
+# ----------------------------------------------------------------------------- launch checks
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    processes: int
+    per_device: int
+    accumulation: int
+
+    @property
+    def global_batch(self) -> int:
+        return self.processes * self.per_device * self.accumulation
+
+
+def processes_per_machine(launch: LaunchSettings, env: Environment) -> int:
+    if launch.device == "cpu" or launch.num_gpus == 0:
+        return 1
+    if launch.num_gpus is not None:
+        return launch.num_gpus
+    return max(1, env.gpus)
+
+
+def uses_gpu(launch: LaunchSettings, env: Environment) -> bool:
+    if launch.device == "cpu" or launch.num_gpus == 0:
+        return False
+    return launch.device == "cuda" or env.gpus > 0
+
+
+def distributed_kind(launch: LaunchSettings, env: Environment) -> str:
+    """none | multi_gpu | fsdp2 | zero3 (auto resolved by the process count)."""
+    if launch.distributed != "auto":
+        return launch.distributed
+    total = processes_per_machine(launch, env) * launch.num_machines
+    return "multi_gpu" if total > 1 and uses_gpu(launch, env) else "none"
+
+
+def batch_plan(config: StageBase, env: Environment) -> BatchPlan:
+    """Per-device batch and gradient accumulation for the run (ConfigError when impossible)."""
+    processes = processes_per_machine(config.launch, env) * config.launch.num_machines
+    per_device = config.per_device_batch_size
+    if config.global_batch_size is None:
+        return BatchPlan(processes, per_device, config.gradient_accumulation_steps)
+    step = per_device * processes
+    if config.global_batch_size % step:
+        raise ConfigError(
+            [
+                (
+                    "global_batch_size",
+                    f"{config.global_batch_size} is not a multiple of per_device_batch_size "
+                    f"{per_device} x {processes} process(es) = {step}",
+                )
+            ]
+        )
+    return BatchPlan(processes, per_device, config.global_batch_size // step)
+
+
+def check_launch(config: StageConfig, env: Environment, *, prefix: str | None = None) -> list[str]:
+    """Problems that stop `config` from running on this machine ("field: message" lines)."""
+    where = config.stage if prefix is None else prefix
+    problems: list[tuple[str, str]] = []
+    if not config.model:
+        problems.append(("model", "required: a registered model name or a model folder"))
+    gpu = uses_gpu(config.launch, env)
+    launch = config.launch
+    if env.gpus == 0:
+        no_gpu = "needs a GPU and this machine has none"
+        if launch.device == "cuda":
+            problems.append(("launch.device", f"cuda {no_gpu}"))
+        if launch.num_gpus:
+            problems.append(("launch.num_gpus", f"{launch.num_gpus} GPU(s): {no_gpu}"))
+        if launch.distributed in ("multi_gpu", "fsdp2", "zero3"):
+            problems.append(("launch.distributed", f"{launch.distributed} {no_gpu}"))
+        if config.precision == "fp16":
+            problems.append(("precision", f"fp16 {no_gpu} (use auto, fp32 or bf16)"))
+        if isinstance(config, OpdConfig | RlConfig) and config.use_vllm:
+            problems.append(("use_vllm", f"vLLM generation {no_gpu}; set use_vllm: false on CPU"))
+    elif launch.num_gpus is not None and launch.num_gpus > env.gpus:
+        problems.append(("launch.num_gpus", f"{launch.num_gpus} asked, {env.gpus} visible"))
+    if not gpu and launch.num_machines > 1:
+        problems.append(("launch.num_machines", "multi-node runs need GPUs"))
+    kind = distributed_kind(launch, env)
+    if kind in ("fsdp2", "zero3") and config.method == "lora" and config.merge:
+        pass  # merging gathers the full state dict on rank 0; allowed
+    try:
+        plan = batch_plan(config, env)
+    except ConfigError as exc:
+        problems.extend(exc.problems)
+        plan = None
+    if (
+        isinstance(config, RlConfig)
+        and plan is not None
+        and plan.global_batch % config.num_generations
+    ):
+        problems.append(
+            (
+                "num_generations",
+                f"the global batch ({plan.global_batch} = {plan.per_device} per device x "
+                f"{plan.processes} process(es) x {plan.accumulation} accumulation) must be "
+                f"divisible by num_generations ({config.num_generations})",
+            )
+        )
+    if isinstance(config, OpdConfig) and not config.teacher:
+        problems.append(("teacher", "required: OPD distils from a teacher (the pre-SFT base)"))
+    if isinstance(config, SftConfig):
+        for index, item in enumerate(config.data):
+            if not Path(item).expanduser().is_file():
+                problems.append((f"data.{index}", f"no such file: {item}"))
+    if (
+        isinstance(config, OpdConfig)
+        and config.prompts not in ("bank", "tulu3")
+        and not Path(config.prompts).expanduser().is_file()
+    ):
+        problems.append(("prompts", f"no such file: {config.prompts} (or use bank / tulu3)"))
+    if isinstance(config, RlConfig):
+        problems.extend(_check_rl_sources(config))
+    return [f"{where}.{f}: {m}" for f, m in problems]
+
+
+def _check_rl_sources(config: RlConfig) -> list[tuple[str, str]]:
+    from core.datagen.variants import SAMPLERS
+
+    load_samplers()
+    problems: list[tuple[str, str]] = []
+    if config.sampler not in SAMPLERS:
+        known = ", ".join(sorted(SAMPLERS))
+        problems.append(("sampler", f"unknown variant sampler {config.sampler!r} (known: {known})"))
+    splits = ("train", "dev", "test")
+    if config.tasks not in splits:
+        from core.sim.tasks import SUITES
+
+        if config.tasks not in SUITES and not Path(config.tasks).expanduser().is_file():
+            problems.append(
+                (
+                    "tasks",
+                    f"{config.tasks!r} is not a split, a suite ({', '.join(SUITES)}) or a file",
+                )
+            )
+    return problems
+
+
+def load_samplers() -> None:
+    """Import the modules that register variant samplers (HSA registers "hsa" on import)."""
+    import importlib
+
+    for module in ("core.hsa.sampler", "core.hsa"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            continue
+
+
+def check_pipeline(config: PipelineConfig, env: Environment) -> list[str]:
+    problems: list[str] = []
+    for stage in resolved_stages(config):
+        problems += check_launch(stage, env, prefix=f"pipeline.{stage.stage}")
+    return problems
+
+
+def resolved_stages(config: PipelineConfig) -> list[StageConfig]:
+    """The pipeline's stages with model (and OPD's teacher) filled in; adapters are chained at
+    run time (each stage's `adapter` is the previous stage's output)."""
+    out: list[StageConfig] = []
+    for stage in config.stages():
+        update: dict[str, Any] = {"model": config.model}
+        if isinstance(stage, OpdConfig) and stage.teacher is None:
+            update["teacher"] = config.model
+        if out:
+            update["adapter"] = "<previous stage>"
+        out.append(stage.model_copy(update=update))
+    return out

@@ -1,0 +1,221 @@
+"""Training data, torch-free: SFT rows, OPD prompts, dataset hashes, the compact prompt.
+
+**SFT rows** are the JSONL lines `hat data generate` writes (core/datagen): OpenAI chat
+`messages` (system prompt = the rendered harness variant, viewer message, assistant turns,
+tool results as the harness's protocol renders them) plus `tools` and provenance. A row is
+*usable* when it is not a rejected job, its messages are a list of role/content objects with
+known roles, and at least one assistant message has content. `load_sft_rows` says why each
+dropped row was dropped; zero usable rows is a `DataError` (the run fails with that reason).
+
+**Compact system prompt** (`system_prompt: compact`): the persona's first line, the skill
+names, one line per tool (name and parameters) and the call syntax: ~100 tokens instead of the
+demo's ~2.5k. It exists so CPU experiments and tests can train on short rows; a model trained
+on it has not seen the served prompt, so never use it for a model you deploy.
+
+**OPD prompts**: `bank` is the bundled general-instruction prompt bank
+(resources/train/opd_prompts.jsonl, made by core/train/prompt_bank.py from templates, never
+from IFEval); a JSONL file may hold `prompt` (text or messages) or `messages` rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROLES = frozenset({"system", "user", "assistant", "tool"})
+
+
+class DataError(ValueError):
+    """The data cannot train anything (the message says why); the run fails with it."""
+
+
+@dataclass
+class SftRows:
+    rows: list[dict[str, Any]]
+    read: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+    harness_versions: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "rows_read": self.read,
+            "rows_usable": len(self.rows),
+            "rows_dropped": dict(self.dropped.most_common()),
+            "harness_versions": self.harness_versions,
+        }
+
+
+def _row_problem(row: Any) -> str | None:
+    if not isinstance(row, dict):
+        return "not a JSON object"
+    if "rejected" in row:
+        return "a rejected job"
+    messages = row.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "no messages"
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") not in ROLES:
+            return "a message without a known role"
+        if not isinstance(message.get("content"), str):
+            return "a message without text content"
+    if not any(m["role"] == "assistant" and m["content"].strip() for m in messages):
+        return "no assistant turn"
+    return None
+
+
+def load_sft_rows(paths: Sequence[str | Path], *, max_rows: int | None = None) -> SftRows:
+    """Usable rows of the JSONL files, in order; DataError when none is usable."""
+    out = SftRows(rows=[])
+    versions: list[str] = []
+    for item in paths:
+        path = Path(item).expanduser()
+        try:
+            handle = path.open("r", encoding="utf-8")
+        except OSError as exc:
+            raise DataError(f"cannot read {path}: {exc.strerror}") from None
+        with handle:
+            for line in handle:
+                if not line.strip():
+                    continue
+                out.read += 1
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    out.dropped["not valid JSON"] += 1
+                    continue
+                problem = _row_problem(row)
+                if problem is not None:
+                    out.dropped[problem] += 1
+                    continue
+                if max_rows is not None and len(out.rows) >= max_rows:
+                    out.dropped["over max_rows"] += 1
+                    continue
+                out.rows.append(row)
+                version = (row.get("provenance") or {}).get("harness_version")
+                if isinstance(version, str) and version not in versions:
+                    versions.append(version)
+    out.harness_versions = versions
+    if not out.rows:
+        why = ", ".join(f"{n} {reason}" for reason, n in out.dropped.most_common()) or "empty"
+        names = ", ".join(str(p) for p in paths)
+        raise DataError(f"zero usable rows in {names} ({out.read} read: {why})")
+    return out
+
+
+def chat_row(row: dict[str, Any], *, system_prompt: str = "full") -> dict[str, Any]:
+    """The conversational row SFT trains on: `messages` (+ `tools` for native tool calling)."""
+    messages = [{"role": m["role"], "content": m["content"]} for m in row["messages"]]
+    tools = row.get("tools") if isinstance(row.get("tools"), list) else []
+    if system_prompt == "compact" and messages and messages[0]["role"] == "system":
+        messages[0] = {"role": "system", "content": compact_system_prompt(tools or [])}
+    out: dict[str, Any] = {"messages": messages}
+    if row.get("tool_protocol") == "native" and tools:
+        out["tools"] = tools
+    return out
+
+
+def compact_system_prompt(tools: Sequence[dict[str, Any]], *, loader: str | None = None) -> str:
+    """A short system prompt naming the tools, skills and the call syntax (module doc)."""
+    lines = ["You are the live-stream shopping host. Answer the viewer's message."]
+    tool_lines = []
+    skills: list[str] = []
+    for spec in tools:
+        fn = spec.get("function", spec) if isinstance(spec, dict) else {}
+        name = fn.get("name")
+        if not isinstance(name, str):
+            continue
+        params = fn.get("parameters", {}).get("properties", {}) if isinstance(fn, dict) else {}
+        if loader is None and "skill" in name.lower():
+            loader = name
+        if name == loader:
+            enum = (params.get("name") or {}).get("enum")
+            skills = [str(s) for s in enum] if isinstance(enum, list) else []
+        tool_lines.append(f"- {name}({', '.join(params)})")
+    if skills and loader:
+        lines.append(f"Skills (load one with {loader} before replying): {', '.join(skills)}.")
+    if tool_lines:
+        lines.append("Tools:")
+        lines.extend(tool_lines)
+    lines.append(
+        'Call tools as <tool_call>{"name": "...", "arguments": {...}}</tool_call>; '
+        "write the final reply as plain text."
+    )
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- prompts
+
+
+def bank_path() -> Path:
+    return Path(__file__).resolve().parents[2] / "resources" / "train" / "opd_prompts.jsonl"
+
+
+def load_prompts(source: str, *, max_prompts: int | None = None) -> list[list[dict[str, str]]]:
+    """OPD prompts as chat messages (bank or a JSONL file; tulu3 is read in training/)."""
+    path = bank_path() if source == "bank" else Path(source).expanduser()
+    prompts: list[list[dict[str, str]]] = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise DataError(f"cannot read the prompts {path}: {exc.strerror}") from None
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        messages = _prompt_messages(row)
+        if messages:
+            prompts.append(messages)
+        if max_prompts is not None and len(prompts) >= max_prompts:
+            break
+    if not prompts:
+        raise DataError(f"zero usable prompts in {path}")
+    return prompts
+
+
+def _prompt_messages(row: Any) -> list[dict[str, str]] | None:
+    if not isinstance(row, dict):
+        return None
+    value = row.get("prompt", row.get("messages"))
+    if isinstance(value, str) and value.strip():
+        return [{"role": "user", "content": value}]
+    if isinstance(value, list):
+        messages = [
+            {"role": m["role"], "content": m["content"]}
+            for m in value
+            if isinstance(m, dict) and m.get("role") in ROLES and isinstance(m.get("content"), str)
+        ]
+        # A conversation: train on the turn after its last user message.
+        while messages and messages[-1]["role"] == "assistant":
+            messages.pop()
+        return messages or None
+    return None
+
+
+# ----------------------------------------------------------------------------- hashes
+
+
+def files_hash(paths: Iterable[str | Path]) -> str:
+    """sha256 over the files' names and bytes, in the order given."""
+    digest = hashlib.sha256()
+    for item in paths:
+        path = Path(item).expanduser()
+        digest.update(path.name.encode() + b"\0")
+        try:
+            with path.open("rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+        except OSError:
+            digest.update(b"<missing>")
+    return digest.hexdigest()
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
