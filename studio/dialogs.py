@@ -7,6 +7,7 @@ QMessageBox / QFileDialog directly, so a test can answer with `monkeypatch.setat
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -26,8 +27,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.harness import Problem
 from studio import theme
+
+if TYPE_CHECKING:
+    from core.harness import Problem
 
 SAVE, DISCARD, CANCEL = "save", "discard", "cancel"
 

@@ -29,8 +29,7 @@ from PySide6.QtWidgets import (
 from studio import dialogs, theme, workspace
 from studio.context import StudioContext
 from studio.jobs import jobs
-from studio.pages.placeholder import PLANNED, PlaceholderPage
-from studio.widgets.common import Toast, label
+from studio.widgets.common import PageHeader, Toast, label
 
 NAV = (
     ("harness", "Harness", "harness"),
@@ -51,6 +50,18 @@ class _FirstPaint(QObject):
             obj.removeEventFilter(self)
             QTimer.singleShot(0, self.painted.emit)
         return False
+
+
+class _Skeleton(QWidget):
+    """What a page shows before it is built: its header, and nothing that needs loading."""
+
+    def __init__(self, title: str, subtitle: str) -> None:
+        super().__init__()
+        self.setObjectName("Page")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(PageHeader(title, subtitle))
+        lay.addStretch(1)
 
 
 class MainWindow(QMainWindow):
@@ -80,7 +91,7 @@ class MainWindow(QMainWindow):
         row.addWidget(self.pages, 1)
         self.setCentralWidget(central)
         self.page_widgets: dict[str, QWidget] = {}
-        self._lazy: dict[str, Any] = {}
+        self._factories: dict[str, Any] = {}
         self._build_pages()
         self._build_status()
         self._build_actions()
@@ -91,7 +102,7 @@ class MainWindow(QMainWindow):
         self._restore()
         if open_on_paint:
             self._first_paint = _FirstPaint(self)
-            self._first_paint.painted.connect(self.ctx.open)
+            self._first_paint.painted.connect(self._after_first_paint)
             self.installEventFilter(self._first_paint)
 
     # ------------------------------------------------------------------ building
@@ -181,19 +192,66 @@ class MainWindow(QMainWindow):
         return side
 
     def _build_pages(self) -> None:
-        from studio.pages.harness_page import HarnessPage
-        from studio.pages.variants_page import VariantsPage
+        """Pages start as light skeletons (a header); each is built the first time it is
+        shown, the current one right after the first paint. That keeps the editors' imports
+        (pydantic models, jsonschema, the agent loop) and hundreds of widgets off the path to
+        the first frame."""
+        from studio.pages.placeholder import PLANNED, PlaceholderPage
 
-        self.harness_page = HarnessPage(self.ctx)
-        self.variants_page = VariantsPage(self.ctx)
-        self._add_page("harness", self.harness_page)
-        self._add_page("variants", self.variants_page)
+        def harness() -> QWidget:
+            from studio.pages.harness_page import HarnessPage
+
+            return HarnessPage(self.ctx)
+
+        def variants() -> QWidget:
+            from studio.pages.variants_page import VariantsPage
+
+            return VariantsPage(self.ctx)
+
+        self._factories = {"harness": harness, "variants": variants}
+        titles = {
+            "harness": ("Harness", "Opening the workspace…"),
+            "variants": ("Variants", "Harness-State Augmentation preview"),
+        }
         for planned in PLANNED:
-            self._add_page(planned.key, PlaceholderPage(planned))
+            self._factories[planned.key] = lambda p=planned: PlaceholderPage(p)
+            titles[planned.key] = (planned.title, planned.subtitle)
+        for key, _title, _icon in NAV:
+            skeleton = _Skeleton(*titles[key])
+            self.page_widgets[key] = skeleton
+            self.pages.addWidget(skeleton)
 
-    def _add_page(self, key: str, widget: QWidget) -> None:
-        self.page_widgets[key] = widget
-        self.pages.addWidget(widget)
+    def page(self, key: str) -> Any:
+        """The page `key`, built now if it is still a skeleton."""
+        widget = self.page_widgets[key]
+        factory = self._factories.pop(key, None)
+        if factory is None:
+            return widget
+        real = factory()
+        index = self.pages.indexOf(widget)
+        current = self.pages.currentWidget() is widget
+        self.pages.insertWidget(index, real)
+        self.page_widgets[key] = real
+        if current:
+            self.pages.setCurrentWidget(real)
+        self.pages.removeWidget(widget)
+        widget.deleteLater()
+        if hasattr(self, "toast"):
+            self.toast.raise_()
+        return real
+
+    @property
+    def harness_page(self) -> Any:
+        return self.page("harness")
+
+    @property
+    def variants_page(self) -> Any:
+        return self.page("variants")
+
+    def _after_first_paint(self) -> None:
+        self.page(self.current_page())
+        self.harness_page  # noqa: B018 - built before the workspace opens (it loads the harness)
+        self.ctx.open()
 
     def _build_status(self) -> None:
         bar = self.statusBar()
@@ -244,8 +302,8 @@ class MainWindow(QMainWindow):
         self.save_action = add(
             "Save version", [QKeySequence.StandardKey.Save], lambda: self.harness_page.save()
         )
-        self.undo_action = add("Undo", [QKeySequence.StandardKey.Undo], self.harness_page.undo)
-        self.redo_action = add("Redo", ["Ctrl+Shift+Z", "Ctrl+Y"], self.harness_page.redo)
+        self.undo_action = add("Undo", [QKeySequence.StandardKey.Undo], lambda: self.harness_page.undo())
+        self.redo_action = add("Redo", ["Ctrl+Shift+Z", "Ctrl+Y"], lambda: self.harness_page.redo())
         self.filter_action = add("Filter", [QKeySequence.StandardKey.Find], self._focus_filter)
         self.theme_action = add("Toggle theme", ["Ctrl+Shift+L"], self.toggle_theme)
         self.page_actions = [
@@ -256,9 +314,9 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ pages
 
     def show_page(self, key: str) -> None:
-        widget = self.page_widgets.get(key)
-        if widget is None:
+        if key not in self.page_widgets:
             return
+        widget = self.page_widgets[key] if key in self._factories and not self.isVisible() else self.page(key)
         self.pages.setCurrentWidget(widget)
         button = self.nav_buttons[key]
         if not button.isChecked():
@@ -267,6 +325,8 @@ class MainWindow(QMainWindow):
 
     def current_page(self) -> str:
         widget = self.pages.currentWidget()
+        if widget is None:
+            return "harness"
         return next((k for k, w in self.page_widgets.items() if w is widget), "harness")
 
     def _focus_filter(self) -> None:

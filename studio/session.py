@@ -11,13 +11,14 @@ holds) count as dirty too.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
-from core.harness import Harness
-from studio.logic.document import Draft, HarnessDocument, Snapshot
+if TYPE_CHECKING:  # the harness modules load in a worker, after the window paints
+    from core.harness import Harness
+    from studio.logic.document import Draft, HarnessDocument, Snapshot
 
 MERGE_SECONDS = 2.0
 
@@ -69,9 +70,15 @@ class EditSession(QObject):
         super().__init__(parent)
         self.doc: HarnessDocument | None = None
         self.stack = QUndoStack(self)
-        self.stack.cleanChanged.connect(lambda _c: self.dirtyChanged.emit(self.dirty))
+        self.stack.cleanChanged.connect(self._clean_changed)
         self._origin: object = None
         self.version_labels: tuple[str, ...] = ()
+
+    def _clean_changed(self, _clean: bool) -> None:
+        try:
+            self.dirtyChanged.emit(self.dirty)
+        except RuntimeError:  # the stack is being destroyed with the application
+            pass
 
     # ------------------------------------------------------------------ state
 
@@ -89,6 +96,8 @@ class EditSession(QObject):
         return self.doc is not None and (not self.stack.isClean() or bool(self.doc.drafts))
 
     def load(self, harness: Harness, version_id: str | None, labels: tuple[str, ...] = ()) -> None:
+        from studio.logic.document import HarnessDocument
+
         self.doc = HarnessDocument(harness, version_id)
         self.version_labels = labels
         self.stack.clear()
@@ -121,7 +130,7 @@ class EditSession(QObject):
 
     def _set(self, snap: Snapshot, origin: object) -> None:
         assert self.doc is not None
-        self.doc.apply(snap)
+        self.doc.apply(snap, trusted=True)  # validated by push() when it was first made
         self.changed.emit(snap.attr, origin)
         self.dirtyChanged.emit(self.dirty)
 

@@ -32,11 +32,16 @@ from studio.workspace import AnotherInstance, InstanceGuard  # noqa: E402
 
 
 def idle() -> None:
-    wait_until(lambda: jobs().running == 0)
+    """Let queued timers start their jobs, then wait for every job to finish."""
+    for _ in range(2):
+        spin(10)
+        wait_until(lambda: jobs().running == 0)
     spin(10)
 
 
-def open_studio(home: Path, busy_timeout: float = 3.0, resize: bool = True, theme_name: str | None = "light"):  # type: ignore[no-untyped-def]
+def open_studio(
+    home: Path, busy_timeout: float = 3.0, resize: bool = True, theme_name: str | None = "light"
+):  # type: ignore[no-untyped-def]
     guard = InstanceGuard(home)
     guard.acquire()
     win = create_window(home, theme_name=theme_name, guard=guard, busy_timeout=busy_timeout)
@@ -99,6 +104,8 @@ def test_first_launch_opens_demo_and_restores_state(qapp, hat_home: Path) -> Non
 
 
 def test_shortcuts_switch_pages_and_focus_filter(studio) -> None:  # type: ignore[no-untyped-def]
+    studio.activateWindow()
+    wait_until(studio.isActiveWindow)
     QTest.keyClick(studio, Qt.Key.Key_2, Qt.KeyboardModifier.ControlModifier)
     assert studio.current_page() == "variants"
     QTest.keyClick(studio, Qt.Key.Key_6, Qt.KeyboardModifier.ControlModifier)
@@ -117,6 +124,7 @@ def test_shortcuts_switch_pages_and_focus_filter(studio) -> None:  # type: ignor
     assert "coupon-push" in visible and "product-qa" not in visible
     labels = {b.toolTip() for b in studio.nav_buttons.values()}
     assert "Harness  (Ctrl+1)" in labels and "Runs  (Ctrl+7)" in labels
+    idle()
     assert "No model server" in studio.status_server.text()
     assert "0 jobs running" in studio.status_jobs.text()
 
@@ -225,7 +233,9 @@ def test_broken_front_matter_keeps_text_and_names_file_and_field(studio) -> None
     ed.flush()
     assert not ed.raw_banner.isVisible()
     assert "# Coupon push (edited raw)" in ed.markdown.toPlainText()
-    assert studio.ctx.session.harness.skill("coupon-push").body.startswith("# Coupon push (edited raw)")
+    assert studio.ctx.session.harness.skill("coupon-push").body.startswith(
+        "# Coupon push (edited raw)"
+    )
 
 
 # ----------------------------------------------------------------------------- tools
@@ -284,7 +294,10 @@ def test_pasting_invalid_json_schema_shows_errors_and_keeps_input(studio) -> Non
     text = ed.raw_banner.text.text()
     assert "tools/check_stock.json" in text and "properties/size" in text
     assert ed.raw.toPlainText() == pasted
-    assert studio.ctx.session.harness.tool("check_stock").parameters["properties"]["size"]["type"] == "string"
+    assert (
+        studio.ctx.session.harness.tool("check_stock").parameters["properties"]["size"]["type"]
+        == "string"
+    )
     ed.raw.setPlainText('{"type": "function",\n  "function": {"name": "check_stock",')
     ed.flush()
     assert "line 2" in ed.raw_banner.text.text() or "line 3" in ed.raw_banner.text.text()
@@ -345,7 +358,11 @@ def test_prompt_reorder_style_and_template_errors(studio) -> None:  # type: igno
     before = ed.rendered.toPlainText()
     assert before.startswith("## Who you are")
     ed.move_section(0, 2)
-    assert [s.id for s in studio.ctx.session.harness.prompt.sections][:3] == ["rules", "style", "persona"]
+    assert [s.id for s in studio.ctx.session.harness.prompt.sections][:3] == [
+        "rules",
+        "style",
+        "persona",
+    ]
     assert ed.rendered.toPlainText().startswith("## Ground rules")
     ed.style_picker.set_value("xml", emit=True)
     ed.flush()
@@ -359,7 +376,9 @@ def test_prompt_reorder_style_and_template_errors(studio) -> None:  # type: igno
     ed.flush()
     assert not ed.f_template.error.isVisible()
     page.undo()
-    assert studio.ctx.session.harness.prompt.sections[2].template.startswith("You are ${host_name}, the digital")
+    assert studio.ctx.session.harness.prompt.sections[2].template.startswith(
+        "You are ${host_name}, the digital"
+    )
     assert studio.ctx.session.harness.prompt.style.value == "xml"
     page.undo()
     assert studio.ctx.session.harness.prompt.style.value == "markdown"
@@ -383,7 +402,10 @@ def test_versions_diff_label_move_and_rollback(studio, hat_home: Path, monkeypat
     view = page.versions
     page.tabs.setCurrentIndex(1)
     idle()
-    assert [v.message for v in view.versions][:2] == ["v3: check_stock description", "v2: coupon description"]
+    assert [v.message for v in view.versions][:2] == [
+        "v3: check_stock description",
+        "v2: coupon description",
+    ]
     view.select_version(view.versions[0].id)
     idle()
     assert [d.path for d in view.diffs] == ["tools/check_stock.json"]
@@ -416,9 +438,13 @@ def test_versions_diff_label_move_and_rollback(studio, hat_home: Path, monkeypat
     assert studio.ctx.session.harness.tool("check_stock").description.startswith("Current stock")
 
 
-def test_import_folder_with_errors_lists_them_and_stores_nothing(studio, hat_home: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_import_folder_with_errors_lists_them_and_stores_nothing(
+    studio, hat_home: Path, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     shown: list = []  # type: ignore[type-arg]
-    monkeypatch.setattr(dialogs, "show_problems", lambda parent, title, text, problems: shown.append(list(problems)))
+    monkeypatch.setattr(
+        dialogs, "show_problems", lambda parent, title, text, problems: shown.append(list(problems))
+    )
     bad = tmp_path / "bad-host"
     export_folder(import_folder(demo_harness_path()), bad)
     skill = bad / "skills" / "coupon-push" / "SKILL.md"
@@ -462,7 +488,10 @@ def test_locked_database_keeps_edits_and_saves_later(studio, hat_home: Path) -> 
         assert "locked by another process" in page.banner.text.text()
         assert "edits are kept" in page.banner.text.text()
         assert studio.ctx.session.dirty
-        assert page.skill_editor.description.toPlainText() == "Returns, exchanges and warranty questions."
+        assert (
+            page.skill_editor.description.toPlainText()
+            == "Returns, exchanges and warranty questions."
+        )
     finally:
         other.execute("ROLLBACK")
         other.close()
@@ -480,7 +509,9 @@ def test_close_with_unsaved_edits_asks(studio, monkeypatch) -> None:  # type: ig
     page.skill_editor.description.setPlainText("Sizing help.")
     page.skill_editor.flush()
     asked: list[str] = []
-    monkeypatch.setattr(dialogs, "ask_unsaved", lambda parent, what: asked.append(what) or dialogs.CANCEL)
+    monkeypatch.setattr(
+        dialogs, "ask_unsaved", lambda parent, what: asked.append(what) or dialogs.CANCEL
+    )
     assert studio.close() is False
     assert asked == ["closing"] and studio.isVisible()
     assert studio.ctx.session.harness.skill("size-advice").description == "Sizing help."
@@ -508,7 +539,9 @@ def test_variants_screen_and_another_seed(studio, tmp_path: Path) -> None:  # ty
     vp.bank.set_value("heldout", emit=True)
     for key in ("skill_ids", "skill_content", "tool_schemas", "hooks"):
         vp.dimension_buttons[key].setChecked(False)
-    wait_until(lambda: vp.view.request.dimensions == ("prompt",) and vp.view.request.bank == "heldout")
+    wait_until(
+        lambda: vp.view.request.dimensions == ("prompt",) and vp.view.request.bank == "heldout"
+    )
     assert all(name.startswith("prompt.") for name in vp.view.applied)
     vp.dimension_buttons["prompt"].setChecked(False)  # the last dimension stays on
     assert vp.dimension_buttons["prompt"].isChecked()

@@ -100,9 +100,16 @@ class HarnessDocument:
         except ValidationError as exc:
             raise HarnessError(problems_from_validation(exc, "harness.yaml")) from None
 
-    def apply(self, snap: Snapshot) -> None:
-        """Swap `snap` in (validated); raises HarnessError and changes nothing when invalid."""
-        self.harness = self.validated(snap.attr, snap.value)
+    def apply(self, snap: Snapshot, *, trusted: bool = False) -> None:
+        """Swap `snap` in (validated); raises HarnessError and changes nothing when invalid.
+
+        `trusted`: the snapshot was validated against this same harness state before (undo
+        and redo replay such snapshots), so it is swapped in without validating again.
+        """
+        if trusted:
+            self.harness = self.harness.model_copy(update={snap.attr: snap.value})
+        else:
+            self.harness = self.validated(snap.attr, snap.value)
         if snap.attr in LIST_ATTRS:
             self.uids[snap.attr] = list(snap.uids)
 

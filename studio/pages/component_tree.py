@@ -82,6 +82,7 @@ class ComponentTree(QWidget):
         self.filter.textChanged.connect(self.apply_filter)
         self.groups: dict[str, QTreeWidgetItem] = {}
         self._uids: dict[str, list[int]] = {}
+        self._items: dict[str, list[Any]] = {}
         self._building = False
         session.changed.connect(self._on_changed)
         session.reset.connect(self.rebuild)
@@ -161,6 +162,7 @@ class ComponentTree(QWidget):
             group.addChild(child)
         group.setText(0, f"{dict((a, t) for a, t, _ in GROUPS)[attr]}  ·  {len(items)}")
         self._uids[attr] = list(doc.uids[attr])
+        self._items[attr] = list(items)
 
     @staticmethod
     def _label(item: QTreeWidgetItem, comp: Any) -> None:
@@ -197,8 +199,12 @@ class ComponentTree(QWidget):
                 self.select(*current, emit=False)
             return
         group = self.groups[attr]
-        for i, comp in enumerate(getattr(doc.harness, attr)):
-            self._label(group.child(i), comp)
+        shown = self._items.get(attr, [])
+        items = list(getattr(doc.harness, attr))
+        for i, comp in enumerate(items):
+            if i >= len(shown) or shown[i] is not comp:  # only what changed is relabelled
+                self._label(group.child(i), comp)
+        self._items[attr] = items
 
     def _mark_drafts(self) -> None:
         doc = self.session.doc

@@ -217,7 +217,7 @@ class HarnessPage(QWidget):
         if doc is None:
             return
         base = (doc.version_id or "")[:10]
-        labels = self.versions.labels_of(doc.version_id or "")
+        labels = self.versions.labels_of(doc.version_id or "") or self.session.version_labels
         tag = f" · {', '.join(labels)}" if labels else ""
         self.header.title.setText(f"Harness · {doc.harness.name}")
         self.header.subtitle.setText(f"Editing from version {base}{tag}")

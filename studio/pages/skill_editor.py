@@ -118,7 +118,8 @@ class SkillEditor(ComponentEditor):
         self._preview_timer.setSingleShot(True)
         self._preview_timer.setInterval(150)
         self._preview_timer.timeout.connect(self._render_preview)
-        self._raw_origin = False
+        self._raw_stale = True
+        self.tabs.currentChanged.connect(lambda _i: self._sync_raw())
 
         self.name.textEdited.connect(lambda _t: self.edited("name"))
         self.description.textChanged.connect(lambda: self.edited("description"))
@@ -127,6 +128,22 @@ class SkillEditor(ComponentEditor):
         self.markdown.textChanged.connect(self._body_changed)
         self.raw.textChanged.connect(lambda: self.edited("raw") if not self._loading else None)
         self.description.textChanged.connect(self._count)
+
+    def _sync_raw(self) -> None:
+        """Regenerate the SKILL.md text if it is out of date and its tab is showing (a YAML
+        dump per keystroke would be wasted while the form tab is in front)."""
+        if not self._raw_stale or self.tabs.currentIndex() != 1:
+            return
+        item = self.current()
+        if item is None:
+            return
+        was = self._loading
+        self._loading = True
+        try:
+            self.raw.setPlainText(skill_file_text(item))
+        finally:
+            self._loading = was
+        self._raw_stale = False
 
     def _count(self) -> None:
         n = len(self.description.toPlainText())
@@ -149,8 +166,9 @@ class SkillEditor(ComponentEditor):
             self.description.setPlainText(item.description)
         if self.markdown.toPlainText() != item.body:
             self.markdown.setPlainText(item.body)
-        self._render_preview()
-        self.raw.setPlainText(skill_file_text(item))
+        self._preview_timer.start()
+        self._raw_stale = True
+        self._sync_raw()
         self.raw.mark_line(None)
         self.raw_banner.hide()
         self._count()
@@ -189,8 +207,9 @@ class SkillEditor(ComponentEditor):
                 if self.markdown.toPlainText() != item.body:
                     self.markdown.setPlainText(item.body)
                     self._render_preview()
-            else:  # the raw text follows the form
-                self.raw.setPlainText(skill_file_text(item))
+            else:  # the raw text follows the form (regenerated when its tab is shown)
+                self._raw_stale = True
+                self._sync_raw()
             self.raw.mark_line(None)
             self.raw_banner.hide()
         finally:
@@ -236,7 +255,7 @@ class SkillEditor(ComponentEditor):
             "kind": self.kind.value(),
             "enabled": self.enabled.isChecked(),
             "body": self.markdown.toPlainText(),
-            "raw": self.raw.toPlainText(),
+            "raw": self.raw.toPlainText() if self.merge_field == "raw" else "",
             "mode": self.merge_field,
             "tab": self.tabs.currentIndex(),
         }
@@ -248,9 +267,12 @@ class SkillEditor(ComponentEditor):
         self.enabled.setChecked(raw["enabled"])
         self.markdown.setPlainText(raw["body"])
         self._render_preview()
-        self.raw.setPlainText(raw["raw"])
-        self.merge_field = raw.get("mode", "form")
+        self._raw_stale = raw.get("mode") != "raw"
         self.tabs.setCurrentIndex(raw.get("tab", 0))
+        if not self._raw_stale:
+            self.raw.setPlainText(raw["raw"])
+        self._sync_raw()
+        self.merge_field = raw.get("mode", "form")
 
     def apply_raw_now(self) -> None:
         """Parse the raw tab immediately (tests, and leaving the tab)."""

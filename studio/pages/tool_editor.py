@@ -189,12 +189,28 @@ class ToolEditor(ComponentEditor):
         self.body.addWidget(self.tabs, 1)
         self.param_cards: list[ParamCard] = []
         self._base_schema: dict[str, Any] = {}
+        self._raw_stale = True
+        self.tabs.currentChanged.connect(lambda _i: self._sync_raw())
 
         self.name.textEdited.connect(lambda _t: self.edited("name"))
         self.binding.textEdited.connect(lambda _t: self.edited("binding"))
         self.description.textChanged.connect(lambda: self.edited("description"))
         self.enabled.toggled.connect(lambda _v: self.edited("enabled"))
         self.raw.textChanged.connect(lambda: self.edited("raw") if not self._loading else None)
+
+    def _sync_raw(self) -> None:
+        if not self._raw_stale or self.tabs.currentIndex() != 1:
+            return
+        item = self.current()
+        if item is None:
+            return
+        was = self._loading
+        self._loading = True
+        try:
+            self.raw.setPlainText(tool_file_text(item))
+        finally:
+            self._loading = was
+        self._raw_stale = False
 
     # ------------------------------------------------------------------ parameter cards
 
@@ -245,7 +261,8 @@ class ToolEditor(ComponentEditor):
             self.description.setPlainText(item.description)
         self._base_schema = dict(item.parameters)
         self._set_rows(rows_from_schema(item.parameters))
-        self.raw.setPlainText(tool_file_text(item))
+        self._raw_stale = True
+        self._sync_raw()
         self.raw.mark_line(None)
         self.raw_banner.hide()
         self.schema_banner.hide()
@@ -295,7 +312,8 @@ class ToolEditor(ComponentEditor):
                 self._set_rows(rows_from_schema(item.parameters))
             else:
                 self._base_schema = dict(item.parameters)
-                self.raw.setPlainText(tool_file_text(item))
+                self._raw_stale = True
+                self._sync_raw()
             self.raw.mark_line(None)
             self.raw_banner.hide()
         finally:
@@ -358,7 +376,7 @@ class ToolEditor(ComponentEditor):
             "description": self.description.toPlainText(),
             "rows": [c.row() for c in self.param_cards],
             "base": dict(self._base_schema),
-            "raw": self.raw.toPlainText(),
+            "raw": self.raw.toPlainText() if self.merge_field == "raw" else "",
             "mode": self.merge_field,
             "tab": self.tabs.currentIndex(),
         }
@@ -370,6 +388,9 @@ class ToolEditor(ComponentEditor):
         self.description.setPlainText(raw["description"])
         self._base_schema = raw["base"]
         self._set_rows(raw["rows"])
-        self.raw.setPlainText(raw["raw"])
-        self.merge_field = raw.get("mode", "form")
+        self._raw_stale = raw.get("mode") != "raw"
         self.tabs.setCurrentIndex(raw.get("tab", 0))
+        if not self._raw_stale:
+            self.raw.setPlainText(raw["raw"])
+        self._sync_raw()
+        self.merge_field = raw.get("mode", "form")

@@ -166,6 +166,8 @@ class VariantsPage(QWidget):
         self.export_button.clicked.connect(self.export_dialog)
         self.export_button.setEnabled(False)
         ctx.opened.connect(self._load_tasks)
+        if ctx.store is not None:
+            self._load_tasks()
 
     # ------------------------------------------------------------------ tasks
 

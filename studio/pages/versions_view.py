@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QMimeData, QSize, Qt, Signal
+from PySide6.QtCore import QMimeData, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QDrag, QMouseEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -265,6 +265,11 @@ class VersionsView(QWidget):
         split.setSizes([330, 900])
         split.setStretchFactor(1, 1)
         lay.addWidget(split, 1)
+        self._stale = False
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setSingleShot(True)
+        self._refresh_timer.setInterval(0)
+        self._refresh_timer.timeout.connect(self._refresh_now)
         ctx.versionsChanged.connect(self.refresh)
 
     # ------------------------------------------------------------------ data
@@ -275,8 +280,20 @@ class VersionsView(QWidget):
         self.refresh()
 
     def refresh(self) -> None:
+        """Re-read the history (coalesced; deferred while the view is hidden)."""
+        self._stale = True
+        if self.isVisible():
+            self._refresh_timer.start()
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 (Qt API)
+        if self._stale:
+            self._refresh_timer.start()
+        super().showEvent(event)
+
+    def _refresh_now(self) -> None:
         if not self.name:
             return
+        self._stale = False
         name = self.name
         self.ctx.run_store(
             lambda store: store.log(name), on_done=self._show_log, label="Reading history"
