@@ -240,6 +240,11 @@ class RlEnvironment:
 
     # ------------------------------------------------------------------ rewards
 
+    def length_penalty(self, tokens: int) -> float:
+        """0 within the budget, down to -1 at twice the budget and beyond."""
+        over = max(0, tokens - self.length_budget)
+        return 0.0 - min(1.0, over / self.length_budget)
+
     def score(
         self, task: Task, variant_seed: int, turn: int, completion: str, tokens: int
     ) -> Score:
@@ -255,8 +260,7 @@ class RlEnvironment:
         trace = await loop.run(task.viewer_message, on_event=client.on_event)
         grades = grade(task, trace, harness, self.catalog, surface=surface)
         scores = dict(grades.scores())
-        over = max(0, tokens - self.length_budget)
-        scores["length"] = -min(1.0, over / self.length_budget)
+        scores["length"] = self.length_penalty(tokens)
         reasons = {
             "accuracy": grades.accuracy.reasons,
             "effectiveness": grades.effectiveness.reasons,
@@ -267,7 +271,8 @@ class RlEnvironment:
 
 
 class RewardCache:
-    """Scores each (prompt key, completion) once for the five reward functions of a batch."""
+    """Grades each (prompt, completion) once for the four grader reward functions of a batch
+    (the length reward reads the token count alone)."""
 
     def __init__(self, env: RlEnvironment, *, max_entries: int = 4096) -> None:
         self.env = env
@@ -308,6 +313,9 @@ def reward_functions(cache: RewardCache) -> list[Callable[..., list[float]]]:
             for i, completion in enumerate(completions):
                 text = _completion_text(completion)
                 tokens = len(completion_ids[i]) if completion_ids is not None else len(text) // 4
+                if component == "length":  # no loop run needed
+                    out.append(cache.env.length_penalty(tokens))
+                    continue
                 score = cache.get(
                     columns["task"][i],
                     int(columns["variant_seed"][i]),

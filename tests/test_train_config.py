@@ -1,0 +1,502 @@
+"""Training without torch: configs and launch checks, scale-out commands, the event stream,
+the run store, SFT rows, the OPD prompt bank, the RL environment's prompts and rewards, the
+`hat train` CLI, and a real stage child failing on zero usable rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from core.cli.main import app
+from core.store import Store, StoreError
+from core.store.training import (
+    RunRecord,
+    add_run,
+    get_run,
+    ingest_events,
+    list_runs,
+    run_checkpoints,
+    run_events,
+    update_run,
+)
+from core.train.config import (
+    ConfigError,
+    Environment,
+    LaunchSettings,
+    RlConfig,
+    SftConfig,
+    batch_plan,
+    check_launch,
+    config_schema,
+    parse_pipeline,
+    parse_stage,
+)
+from core.train.data import DataError, chat_row, compact_system_prompt, load_sft_rows
+from core.train.events import (
+    EventWriter,
+    effective_logs,
+    read_control,
+    read_events,
+    request_control,
+)
+from core.train.scaleout import accelerate_config, stage_command
+
+CPU = Environment(gpus=0)
+GPUS8 = Environment(gpus=8, gpu_names=tuple(f"GPU {i}" for i in range(8)))
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def hat(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.output
+
+
+def problems(config: object, env: Environment = CPU) -> str:
+    assert isinstance(config, SftConfig | RlConfig) or hasattr(config, "stage")
+    return "\n".join(check_launch(config, env))  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def sft_rows(tmp_path: Path) -> Path:
+    """Real rows from the oracle teacher (hat data generate), one task per category."""
+    out = tmp_path / "sft.jsonl"
+    code, text = hat(
+        "data", "generate", "--teacher", "oracle", "--tasks", "train", "--per-category", "1",
+        "--variants", "1", "--out", str(out), "-j", "1",
+    )  # fmt: skip
+    assert code == 0, text
+    return out
+
+
+# ----------------------------------------------------------------------------- configs
+
+
+def test_defaults_are_valid_and_documented() -> None:
+    for stage in ("sft", "opd", "rl"):
+        config = parse_stage({"model": "m"}, stage)
+        assert config.stage == stage
+        schema = config_schema(stage)
+        # Every user-facing field carries help text for the studio's forms.
+        undocumented = [
+            name
+            for name, prop in schema["properties"].items()
+            if "description" not in prop and name not in ("stage", "lora", "launch",
+                                                           "reward_weights", "vllm_mode")
+        ]  # fmt: skip
+        assert undocumented == [], (stage, undocumented)
+    assert "sft" in config_schema("pipeline")["properties"]
+
+
+def test_unknown_keys_are_rejected_with_the_field_named() -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse_stage({"model": "m", "lerning_rate": 1e-4, "lora": {"rank": 8}}, "sft")
+    lines = exc.value.lines()
+    assert "sft.lerning_rate: unknown key (did you mean 'learning_rate'?)" in lines
+    assert any(line.startswith("sft.lora.rank: unknown key") for line in lines)
+
+
+def test_impossible_values_are_named() -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse_stage({"model": "m", "learning_rate": -1, "beta": 2}, "opd")
+    text = str(exc.value)
+    assert "opd.learning_rate" in text and "opd.beta" in text
+    with pytest.raises(ConfigError, match="this file is a 'rl' config"):
+        parse_stage({"stage": "rl"}, "sft")
+    with pytest.raises(ConfigError, match="main_process_ip"):
+        parse_stage({"model": "m", "launch": {"num_machines": 2}}, "sft")
+
+
+def test_rl_batch_must_divide_by_generations() -> None:
+    config = parse_stage({"model": "m", "per_device_batch_size": 3, "num_generations": 4}, "rl")
+    text = problems(config)
+    assert "rl.num_generations: the global batch (3 = 3 per device x 1 process(es) x 1 " in text
+    ok = parse_stage({"model": "m", "per_device_batch_size": 2, "num_generations": 4,
+                      "gradient_accumulation_steps": 2}, "rl")  # fmt: skip
+    assert "num_generations" not in problems(ok)
+
+
+def test_missing_teacher_and_model_are_named() -> None:
+    text = problems(parse_stage({}, "opd"))
+    assert "opd.teacher: required" in text
+    assert "opd.model: required" in text
+
+
+def test_gpu_only_options_rejected_without_gpu() -> None:
+    rl = parse_stage({"model": "m", "use_vllm": True, "precision": "fp16"}, "rl")
+    text = problems(rl)
+    assert "rl.use_vllm: vLLM generation needs a GPU" in text
+    assert "rl.precision: fp16 needs a GPU" in text
+    sft = parse_stage(
+        {"model": "m", "data": [__file__], "launch": {"distributed": "fsdp2", "num_gpus": 2}}, "sft"
+    )
+    text = problems(sft)
+    assert "sft.launch.distributed: fsdp2 needs a GPU" in text
+    assert "sft.launch.num_gpus: 2 GPU(s)" in text
+    # With GPUs the same settings pass.
+    assert problems(sft, GPUS8) == ""
+    assert "use_vllm" not in problems(parse_stage({"model": "m", "use_vllm": True}, "rl"), GPUS8)
+
+
+def test_global_batch_stays_constant_as_gpus_change() -> None:
+    for gpus, accumulation in ((1, 16), (2, 8), (4, 4), (8, 2)):
+        config = parse_stage(
+            {"model": "m", "global_batch_size": 64, "per_device_batch_size": 4,
+             "launch": {"num_gpus": gpus}}, "sft",
+        )  # fmt: skip
+        plan = batch_plan(config, GPUS8)
+        assert (plan.processes, plan.accumulation, plan.global_batch) == (gpus, accumulation, 64)
+    odd = parse_stage({"model": "m", "global_batch_size": 60, "per_device_batch_size": 4,
+                       "launch": {"num_gpus": 8}}, "sft")  # fmt: skip
+    assert "sft.global_batch_size: 60 is not a multiple of per_device_batch_size 4 x 8" in problems(
+        odd, GPUS8
+    )
+
+
+def test_pipeline_config() -> None:
+    config = parse_pipeline({"model": "base", "sft": {"data": [__file__]}, "opd": {}, "rl": {}})
+    assert [s.stage for s in config.stages()] == ["sft", "opd", "rl"]
+    with pytest.raises(ConfigError, match="set by the pipeline"):
+        parse_pipeline({"model": "base", "sft": {"model": "other"}})
+    with pytest.raises(ConfigError, match="at least one stage"):
+        parse_pipeline({"model": "base"})
+    with pytest.raises(ConfigError) as exc:
+        parse_pipeline({"model": "base", "rl": {"turns": "first"}})
+    assert "pipeline.rl.turns: unknown key (did you mean 'turn'?)" in exc.value.lines()
+
+
+# ----------------------------------------------------------------------------- scale-out
+
+
+def test_cpu_command_is_plain_python(tmp_path: Path) -> None:
+    config = parse_stage({"model": "m"}, "sft")
+    argv, acc = stage_command(config, CPU, python="py", config_path=tmp_path / "c.yaml",
+                              run_dir=tmp_path)  # fmt: skip
+    assert acc is None
+    assert argv == ["py", "-m", "training", "sft", "--config", str(tmp_path / "c.yaml"),
+                    "--run-dir", str(tmp_path)]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kind", "dist_type"),
+    [("single_gpu", "NO"), ("multi_gpu", "MULTI_GPU"), ("fsdp2", "FSDP"), ("zero3", "DEEPSPEED")],
+)
+def test_accelerate_configs(kind: str, dist_type: str) -> None:
+    data = accelerate_config(kind, num_processes=8)
+    assert data["distributed_type"] == dist_type
+    if kind == "fsdp2":
+        assert data["fsdp_config"]["fsdp_version"] == 2
+    if kind == "zero3":
+        assert data["deepspeed_config"]["zero_stage"] == 3
+
+
+def test_multi_node_command(tmp_path: Path) -> None:
+    launch = {"num_gpus": 8, "distributed": "zero3", "num_machines": 2, "machine_rank": 1,
+              "main_process_ip": "10.0.0.1"}  # fmt: skip
+    config = parse_stage({"model": "m", "launch": launch}, "rl")
+    argv, acc = stage_command(config, GPUS8, python="py", config_path=tmp_path / "c.yaml",
+                              run_dir=tmp_path, resume=True)  # fmt: skip
+    joined = " ".join(argv)
+    assert joined.startswith("py -m accelerate.commands.launch --config_file")
+    assert "--num_processes 16 --num_machines 2 --machine_rank 1" in joined
+    assert "--main_process_ip 10.0.0.1 --main_process_port 29500" in joined
+    assert joined.endswith(f"-m training rl --config {tmp_path / 'c.yaml'} --run-dir {tmp_path} "
+                           "--resume")  # fmt: skip
+    assert acc is not None and acc["distributed_type"] == "DEEPSPEED"
+    assert acc["num_machines"] == 2 and acc["main_process_ip"] == "10.0.0.1"
+
+
+# ----------------------------------------------------------------------------- events
+
+
+def test_event_stream_torn_lines_and_resume_curve(tmp_path: Path) -> None:
+    writer = EventWriter(tmp_path)
+    writer.phase("training")
+    for step in (1, 2, 3):
+        writer.emit("log", step=step, loss=1.0 / step)
+    writer.emit("checkpoint", step=2, path="ckpt-2")
+    writer.close()
+    with (tmp_path / "events.jsonl").open("a") as handle:
+        handle.write('{"seq": 99, "event": "log", "st')  # killed mid-write
+    events, offset = read_events(tmp_path / "events.jsonl")
+    assert [e["seq"] for e in events] == [1, 2, 3, 4, 5]
+    # A resumed child repairs the torn line and continues the numbering.
+    writer = EventWriter(tmp_path)
+    writer.emit("resume", from_step=2)
+    for step in (3, 4):
+        writer.emit("log", step=step, loss=0.1)
+    writer.close()
+    events, end = read_events(tmp_path / "events.jsonl")
+    assert [e["seq"] for e in events] == list(range(1, 9))
+    assert [e["step"] for e in effective_logs(events)] == [1, 2, 3, 4]
+    assert read_events(tmp_path / "events.jsonl", end) == ([], end)
+
+
+def test_control_flag(tmp_path: Path) -> None:
+    assert read_control(tmp_path) is None
+    request_control(tmp_path, "stop")
+    assert read_control(tmp_path) == "stop"
+    request_control(tmp_path, "cancel")
+    request_control(tmp_path, "stop")  # cancel wins
+    assert read_control(tmp_path) == "cancel"
+
+
+# ----------------------------------------------------------------------------- store
+
+
+def test_run_store_events_checkpoints_and_resume(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "hat.db") as store:
+        pipe = add_run(store, RunRecord(id="pipeline-1", stage="pipeline", status="running",
+                                        config="model: m\n", run_dir=str(tmp_path)))  # fmt: skip
+        run = add_run(store, RunRecord(id="sft-20261130-abc", stage="sft", status="created",
+                                       config="model: m\n", run_dir=str(tmp_path),
+                                       parent=pipe.id, packages={"trl": "1.16.0"}))  # fmt: skip
+        assert run.parent == "pipeline-1" and run.packages == {"trl": "1.16.0"}
+        with pytest.raises(StoreError, match="already exists"):
+            add_run(store, run)
+        events = [
+            {"seq": 1, "time": 1.0, "event": "phase", "phase": "training"},
+            {"seq": 2, "time": 2.0, "event": "log", "step": 1, "total": 4, "loss": 2.0},
+            {"seq": 3, "time": 3.0, "event": "log", "step": 2, "total": 4, "loss": 1.5},
+            {"seq": 4, "time": 3.5, "event": "checkpoint", "step": 2, "path": "c2"},
+            {"seq": 5, "time": 4.0, "event": "log", "step": 3, "total": 4, "loss": 1.2},
+        ]
+        run = ingest_events(store, "sft-2026", events, 100)  # by unique prefix
+        assert (run.step, run.total_steps, run.events_offset) == (3, 4, 100)
+        ingest_events(store, run.id, events[-1:], 100)  # a repeat is ignored
+        resumed = [
+            {"seq": 6, "time": 9.0, "event": "resume", "from_step": 2},
+            {"seq": 7, "time": 10.0, "event": "log", "step": 3, "total": 4, "loss": 1.1},
+            {"seq": 8, "time": 11.0, "event": "log", "step": 4, "total": 4, "loss": 1.0},
+        ]
+        run = ingest_events(store, run.id, resumed, 200)
+        logs = run_events(store, run.id, kind="log")
+        assert [(e["step"], e["loss"]) for e in logs] == [(1, 2.0), (2, 1.5), (3, 1.1), (4, 1.0)]
+        assert len(run_events(store, run.id, kind="log", include_superseded=True)) == 5
+        assert [(c.step, c.path) for c in run_checkpoints(store, run.id)] == [(2, "c2")]
+        update_run(store, run.id, status="done", outputs={"adapter": "a"})
+        assert get_run(store, run.id).outputs == {"adapter": "a"}
+        assert [r.id for r in list_runs(store, parent="pipeline-1")] == [run.id]
+        with pytest.raises(StoreError, match="unknown run"):
+            get_run(store, "nope")
+        with pytest.raises(StoreError, match="status must be"):
+            update_run(store, run.id, status="weird")
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def test_sft_rows_usable_dropped_and_zero(sft_rows: Path, tmp_path: Path) -> None:
+    good = sft_rows.read_text().splitlines()
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(
+        "\n".join([good[0], "not json", json.dumps({"key": "x", "rejected": "accuracy"}),
+                   json.dumps({"messages": [{"role": "user", "content": "hi"}]}), good[1]]) + "\n"
+    )  # fmt: skip
+    rows = load_sft_rows([mixed])
+    assert len(rows.rows) == 2 and rows.read == 5
+    assert rows.dropped == {"not valid JSON": 1, "a rejected job": 1, "no assistant turn": 1}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"key": "x", "rejected": "timeout"}) + "\n")
+    with pytest.raises(DataError, match=r"zero usable rows in .*bad.jsonl \(1 read: 1 a rejected"):
+        load_sft_rows([bad])
+
+
+def test_compact_prompt_names_every_tool_and_skill(sft_rows: Path) -> None:
+    row = json.loads(sft_rows.read_text().splitlines()[0])
+    chat = chat_row(row, system_prompt="compact")
+    prompt = chat["messages"][0]["content"]
+    assert len(prompt) < len(row["messages"][0]["content"]) / 5
+    for spec in row["tools"]:
+        assert f"- {spec['function']['name']}(" in prompt
+    assert "product-qa" in prompt and "<tool_call>" in prompt
+    assert chat["messages"][1:] == [{"role": m["role"], "content": m["content"]}
+                                    for m in row["messages"][1:]]  # fmt: skip
+    assert "tools" not in chat  # prompt protocol: the tools live in the system prompt
+    assert compact_system_prompt([]).startswith("You are the live-stream shopping host.")
+
+
+def test_prompt_bank_is_ours_and_not_ifeval() -> None:
+    from core.train.data import bank_path, load_prompts
+    from core.train.prompt_bank import generate
+
+    rows = [json.loads(line) for line in bank_path().read_text().splitlines()]
+    assert rows == generate(600, 0)  # the bundled file is reproducible
+    assert {r["family"] for r in rows} == {"writing", "explanation", "lists"}
+    kinds = {k for r in rows for k in r["constraints"]}
+    assert kinds == {"formatting", "length"}
+    assert len({r["prompt"] for r in rows}) == 600
+    assert load_prompts("bank", max_prompts=3)[0] == [{"role": "user", "content": rows[0]["prompt"]}]
+    ifeval = ROOT.parent / "shared" / "data" / "ifeval" / "input_data.jsonl"
+    if not ifeval.exists():
+        pytest.skip("IFEval test data not present")
+
+    def shingles(text: str, n: int = 8) -> set[tuple[str, ...]]:
+        words = text.lower().split()
+        return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+    theirs = [json.loads(line)["prompt"] for line in ifeval.read_text().splitlines()]
+    seen = set().union(*(shingles(t) for t in theirs))
+    assert not any(shingles(r["prompt"]) & seen for r in rows)
+    assert not {r["prompt"] for r in rows} & set(theirs)
+
+
+# ----------------------------------------------------------------------------- RL environment
+
+
+@pytest.fixture(scope="module")
+def rl_env() -> object:
+    from core.harness.demo import load_demo_harness
+    from core.sim.catalog import load_catalog
+    from core.sim.models import Split
+    from core.sim.tasks import generate_tasks
+    from core.train.config import load_samplers
+    from core.train.rl_env import RlEnvironment
+
+    load_samplers()
+    tasks = generate_tasks(Split.TRAIN, per_category=1)
+    return RlEnvironment(load_demo_harness(), load_catalog(), tasks, sampler="hsa",
+                         fault_rate=0.3, turn="any", length_budget=32)  # fmt: skip
+
+
+def test_rl_prompts_use_a_fresh_variant_per_group(rl_env: object) -> None:
+    from core.train.rl_env import RlEnvironment
+
+    assert isinstance(rl_env, RlEnvironment)
+    prompts, dropped = rl_env.build_prompts(24)
+    assert len(prompts) == 24 and not dropped
+    first_task = prompts[0].task.id
+    again = [p for p in rl_env.build_prompts(24 + len(rl_env.tasks))[0] if p.task.id == first_task]
+    assert len(again) >= 2 and len({p.variant_seed for p in again}) == len(again)
+    assert again[0].messages[0] != again[1].messages[0]  # another surface, another prompt
+    assert {p.turn for p in prompts} != {1}  # turns beyond the first are sampled too
+    row = prompts[0].row()
+    assert set(row) == {"prompt", "key", "task", "variant_seed", "turn"}
+
+
+def test_rl_rewards_grade_the_sampled_turn(rl_env: object) -> None:
+    from core.runtime.trace import ModelCallStep
+    from core.train.rl_env import COMPONENTS, RewardCache, RlEnvironment, reward_functions
+
+    assert isinstance(rl_env, RlEnvironment)
+    prompts, _ = rl_env.build_prompts(12)
+    funcs = reward_functions(RewardCache(rl_env))
+    assert [f.__name__ for f in funcs] == list(COMPONENTS)
+    for prompt in prompts:
+        gold = rl_env.score(prompt.task, prompt.variant_seed, prompt.turn, "", 0)
+        # The oracle's own output at that turn: regenerate it from the gold trace.
+        import asyncio
+
+        trace = asyncio.run(rl_env._gold(prompt.task, prompt.variant_seed))
+        step = [s for s in trace.steps_of(ModelCallStep) if s.error is None][prompt.turn - 1]
+        good = rl_env.score(prompt.task, prompt.variant_seed, prompt.turn, step.raw_output, 8)
+        assert good.scores["accuracy"] == 1.0 and not good.turn_failed, (prompt.key, good.reasons)
+        assert good.scores["length"] == 0.0
+        bad = rl_env.score(prompt.task, prompt.variant_seed, prompt.turn,
+                           "<tool_call>{not json</tool_call>", 64)  # fmt: skip
+        assert bad.turn_failed and bad.scores["accuracy"] == 0.0
+        assert bad.scores["effectiveness"] == 0.0
+        assert bad.scores["length"] == -1.0  # 64 tokens, budget 32
+        assert gold.scores["accuracy"] <= good.scores["accuracy"]
+    # Through the GRPO reward-function interface (one score per completion, columns by name).
+    columns = {k: [prompts[0].row()[k]] * 2 for k in ("task", "variant_seed", "turn")}
+    values = [f(prompts=[None, None], completions=[[{"role": "assistant", "content": "hi"}]] * 2,
+                completion_ids=[[1, 2], [1] * 40], **columns) for f in funcs]  # fmt: skip
+    assert all(len(v) == 2 for v in values)
+    assert values[-1] == [0.0, -0.25]
+
+
+def test_rl_faults_are_injected(rl_env: object) -> None:
+    from core.train.rl_env import RlEnvironment
+
+    assert isinstance(rl_env, RlEnvironment)
+    prompts, _ = rl_env.build_prompts(40)
+    texts = [m["content"] for p in prompts for m in p.messages if m["role"] == "user"]
+    assert any('"error"' in t and "kind" in t for t in texts)
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def test_cli_rejects_bad_configs_before_launch(tmp_path: Path) -> None:
+    path = tmp_path / "rl.yaml"
+    path.write_text(yaml.safe_dump({"model": "m", "num_generations": 3, "use_vllm": True,
+                                    "per_device_batch_size": 4, "lerning_rate": 1}))  # fmt: skip
+    code, out = hat("train", "rl", "--config", str(path))
+    assert code == 1 and "rl.lerning_rate: unknown key" in out
+    path.write_text(yaml.safe_dump({"model": "m", "num_generations": 3, "use_vllm": True,
+                                    "per_device_batch_size": 4}))  # fmt: skip
+    code, out = hat("train", "rl", "--config", str(path))
+    assert code == 1
+    assert "rl.num_generations" in out and "rl.use_vllm" in out
+    code, out = hat("train", "list")
+    assert code == 0 and "no training runs" in out  # nothing was created
+
+
+def test_cli_show_command_and_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "d.jsonl"
+    data.write_text("")
+    path = tmp_path / "sft.yaml"
+    path.write_text(yaml.safe_dump({"model": "m", "data": [str(data)]}))
+    code, out = hat("train", "sft", "--config", str(path), "--show-command")
+    assert code == 0, out
+    assert "-m training sft --config " in out and "--run-dir " in out
+    monkeypatch.setenv("HAT_GPU_COUNT", "8")
+    code, out = hat("train", "sft", "--config", str(path), "--show-command", "--num-gpus", "8",
+                    "--distributed", "fsdp2", "--num-machines", "2", "--machine-rank", "0",
+                    "--main-process-ip", "10.1.2.3")  # fmt: skip
+    assert code == 0, out
+    assert "accelerate.commands.launch --config_file" in out and "--num_processes 16" in out
+    assert "fsdp_version: 2" in out
+    code, out = hat("train", "schema", "rl")
+    assert code == 0 and "num_generations" in json.loads(out)["properties"]
+
+
+def test_zero_usable_rows_fails_the_run_with_the_reason(tmp_path: Path) -> None:
+    """A real child (`python -m training sft`) fails before it even imports torch."""
+    from core.train.runs import prepare, start, watch
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    data = tmp_path / "rejects.jsonl"
+    data.write_text(json.dumps({"key": "t#v0", "rejected": "accuracy"}) + "\n")
+    config = parse_stage({"model": str(folder), "data": [str(data)]}, "sft")
+    with Store.open() as store:
+        run = prepare(store, config, CPU)
+        assert run.status == "created" and run.dataset_hash and run.code_revision
+        proc = start(store, run.id)
+        run = watch(store, run.id, proc, poll_s=0.1)
+        assert run.status == "failed" and run.exit_code == 3
+        assert run.reason is not None and run.reason.startswith("data: zero usable rows in")
+        assert "1 a rejected job" in run.reason
+        assert [e["phase"] for e in run_events(store, run.id, kind="phase")] == ["loading", "failed"]
+        assert run.packages.get("hat-studio")
+
+
+def test_killed_child_is_failed_with_the_reason(tmp_path: Path) -> None:
+    """A child that dies without a final event (SIGKILL) is failed with the signal named."""
+    from core.train.runs import finalize, prepare
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    data = tmp_path / "d.jsonl"
+    data.write_text("")
+    with Store.open() as store:
+        run = prepare(store, parse_stage({"model": str(folder), "data": [str(data)]}, "sft"), CPU)
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        update_run(store, run.id, status="running", pid=proc.pid)
+        proc.kill()
+        code = proc.wait()
+        run = finalize(store, run.id, code)
+        assert run.status == "failed"
+        assert run.reason is not None and "killed by SIGKILL" in run.reason
+        assert os.path.isdir(run.run_dir)
