@@ -29,7 +29,6 @@ from core.store.training import (
 from core.train.config import (
     ConfigError,
     Environment,
-    LaunchSettings,
     RlConfig,
     SftConfig,
     batch_plan,
@@ -226,7 +225,7 @@ def test_event_stream_torn_lines_and_resume_curve(tmp_path: Path) -> None:
     writer.close()
     with (tmp_path / "events.jsonl").open("a") as handle:
         handle.write('{"seq": 99, "event": "log", "st')  # killed mid-write
-    events, offset = read_events(tmp_path / "events.jsonl")
+    events, _ = read_events(tmp_path / "events.jsonl")
     assert [e["seq"] for e in events] == [1, 2, 3, 4, 5]
     # A resumed child repairs the torn line and continues the numbering.
     writer = EventWriter(tmp_path)
@@ -334,7 +333,8 @@ def test_prompt_bank_is_ours_and_not_ifeval() -> None:
     kinds = {k for r in rows for k in r["constraints"]}
     assert kinds == {"formatting", "length"}
     assert len({r["prompt"] for r in rows}) == 600
-    assert load_prompts("bank", max_prompts=3)[0] == [{"role": "user", "content": rows[0]["prompt"]}]
+    first = load_prompts("bank", max_prompts=3)[0]
+    assert first == [{"role": "user", "content": rows[0]["prompt"]}]
     ifeval = ROOT.parent / "shared" / "data" / "ifeval" / "input_data.jsonl"
     if not ifeval.exists():
         pytest.skip("IFEval test data not present")
@@ -478,7 +478,8 @@ def test_zero_usable_rows_fails_the_run_with_the_reason(tmp_path: Path) -> None:
         assert run.status == "failed" and run.exit_code == 3
         assert run.reason is not None and run.reason.startswith("data: zero usable rows in")
         assert "1 a rejected job" in run.reason
-        assert [e["phase"] for e in run_events(store, run.id, kind="phase")] == ["loading", "failed"]
+        phases = [e["phase"] for e in run_events(store, run.id, kind="phase")]
+        assert phases == ["loading", "failed"]
         assert run.packages.get("hat-studio")
 
 
