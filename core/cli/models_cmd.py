@@ -167,7 +167,13 @@ def add_demo_cmd(
 
     The first run imports the GGUF (about a minute); later runs return at once.
     """
-    from core.models import DEMO_MODEL_NAME, FolderError, RegistryError, add_demo
+    from core.models import (
+        DEMO_MODEL_NAME,
+        FolderError,
+        RegistryError,
+        add_demo,
+        find_demo_gguf,
+    )
     from core.models import check_model_folder as check
     from core.store.serving import find_model
 
@@ -183,6 +189,7 @@ def add_demo_cmd(
             if present:
                 record, created = add_demo(store)
             else:
+                find_demo_gguf(verify=False)  # a missing package fails before the progress bar
                 record, created = _run_import(
                     DEMO_MODEL_NAME, lambda on_event: add_demo(store, on_event=on_event)
                 )

@@ -6,9 +6,10 @@
 
 Every call streams (`stream=True`) and measures, on the client side (DESIGN.md §3, Latency):
 
-* TTFT: request sent -> first chunk that carries output (text or a tool-call delta). Servers
-  send a role-only chunk before generating anything (transformers serve does so at once), so
-  that chunk does not count.
+* TTFT: request sent -> first chunk that carries output (text or a tool-call delta, or the
+  finish reason when the only token generated was the end of the turn). Servers send a
+  role-only chunk before generating anything (transformers serve does so at once), so that
+  chunk does not count.
 * e2e: request sent -> end of the stream.
 * output tokens: the server's `usage.completion_tokens` when it reports usage (we ask for it
   with `stream_options={"include_usage": true}`; vLLM needs that, transformers serve always
@@ -250,10 +251,10 @@ class _Call:
                         slot["arguments"] += tc.function.arguments or ""
             if produced:
                 self.output_chunks += 1
-                if self.first is None:
-                    self.first = time.monotonic()
             if choice.finish_reason is not None:
                 self.finish_reason = choice.finish_reason
+            if self.first is None and (produced or choice.finish_reason is not None):
+                self.first = time.monotonic()
 
     def reply(self, counter: TokenCounter | None) -> ModelReply:
         content = "".join(self.text)

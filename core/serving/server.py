@@ -38,6 +38,15 @@ import httpx
 from core.serving.engines import EngineConfig, LaunchSpec, build_launch
 
 _LIVE: weakref.WeakSet[ManagedServer] = weakref.WeakSet()
+# Phrases in an engine's log that mean it could not load the model folder.
+_LOAD_FAILURES = (
+    "config.json",
+    "safetensors",
+    "does not appear to have",
+    "processing classes",
+    "can't load",
+    "error while deserializing",
+)
 
 
 class ServerError(Exception):
@@ -253,9 +262,7 @@ class ManagedServer:
             cause, kind = "the engine is not installed in that Python environment", "not_installed"
         elif "out of memory" in low or code in (-9, 137):
             cause, kind = "it was killed (out of memory?)", "died"
-        elif any(
-            s in low for s in ("config.json", "safetensors", "not a valid", "does not appear")
-        ):
+        elif any(s in low for s in _LOAD_FAILURES):
             cause, kind = "it could not load the model folder", "model_broken"
         else:
             cause, kind = f"exit status {code}", "died"

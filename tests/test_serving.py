@@ -1,0 +1,159 @@
+"""Engine command lines and start-up faults that need no running model (fast)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.runtime.client import ModelError
+from core.serving import (
+    EngineConfig,
+    EngineError,
+    GenerationOptions,
+    ManagedServer,
+    OpenAIChatClient,
+    ServerError,
+    build_launch,
+    free_port,
+)
+from core.serving.client import tokenizer_counter
+from core.serving.engines import default_python
+from tests.test_serving_support import fake_adapter_folder, fake_model_folder
+
+
+def test_transformers_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    folder = fake_model_folder(tmp_path / "m")
+    spec = build_launch(EngineConfig("transformers"), str(folder), port=8123)
+    assert spec.argv[:5] == [
+        sys.executable,
+        "-m",
+        "transformers.cli.transformers",
+        "serve",
+        str(folder),
+    ]
+    assert spec.argv[spec.argv.index("--host") + 1] == "127.0.0.1"
+    assert spec.argv[spec.argv.index("--port") + 1] == "8123"
+    assert spec.model_id == str(folder)
+    assert spec.env["HF_HUB_OFFLINE"] == "1"  # a local folder never needs the hub
+
+
+def test_vllm_command_line_cpu_defaults_tools_and_lora(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("core.serving.engines.has_gpu", lambda: False)
+    config = EngineConfig(
+        "vllm",
+        python="/opt/vllm/bin/python",
+        tool_parser="hermes",
+        adapters={"sft-1": str(fake_adapter_folder(tmp_path / "a"))},
+        runtime_lora=True,
+    )
+    spec = build_launch(config, "/models/base", port=9000, served_name="base")
+    argv = spec.argv
+    assert argv[:3] == ["/opt/vllm/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
+    assert argv[argv.index("--dtype") + 1] == "float32"
+    assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.3"
+    assert "--enforce-eager" in argv
+    i = argv.index("--enable-auto-tool-choice")
+    assert argv[i + 1 : i + 3] == ["--tool-call-parser", "hermes"]
+    assert "--enable-lora" in argv and f"sft-1={tmp_path / 'a'}" in argv
+    assert spec.env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "1"
+    assert spec.model_id == "sft-1"  # requests name the adapter
+
+    monkeypatch.setattr("core.serving.engines.has_gpu", lambda: True)
+    gpu = build_launch(EngineConfig("vllm", python="p"), "/models/base", port=1).argv
+    assert "--enforce-eager" not in gpu and "--dtype" not in gpu
+
+
+def test_engine_options_are_validated() -> None:
+    with pytest.raises(EngineError, match="unknown engine"):
+        EngineConfig("llamacpp")
+    with pytest.raises(EngineError, match="vLLM options"):
+        EngineConfig("transformers", tool_parser="hermes")
+
+
+def test_vllm_python_is_configurable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HAT_VLLM_VENV", str(tmp_path / "venv"))
+    assert default_python("vllm") == str(tmp_path / "venv" / "bin" / "python")
+    monkeypatch.setenv("HAT_VLLM_PYTHON", "/x/python")
+    assert default_python("vllm") == "/x/python"
+    monkeypatch.setenv("HAT_TRANSFORMERS_PYTHON", "/y/python")
+    assert default_python("transformers") == "/y/python"
+
+
+def test_missing_engine_binary_is_named(tmp_path: Path) -> None:
+    folder = fake_model_folder(tmp_path / "m")
+    server = ManagedServer(
+        EngineConfig("vllm", python=str(tmp_path / "no-venv/bin/python")), str(folder)
+    )
+    with pytest.raises(ServerError, match=r"vllm engine's Python was not found: .*no-venv") as err:
+        server.start()
+    assert err.value.kind == "binary_missing" and "setup-vllm.sh" in str(err.value)
+
+
+def test_port_taken_is_refused_before_starting(tmp_path: Path) -> None:
+    folder = fake_model_folder(tmp_path / "m")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        server = ManagedServer(EngineConfig("transformers"), str(folder), port=port)
+        with pytest.raises(ServerError, match=f"port {port} on 127.0.0.1 is already in use") as err:
+            server.start()
+    assert err.value.kind == "port_in_use" and server.process is None
+
+
+def test_engine_not_installed_in_that_env_dies_with_the_log(tmp_path: Path) -> None:
+    """An interpreter without the engine: the process dies at once and the error says why."""
+    folder = fake_model_folder(tmp_path / "m")
+    venv = tmp_path / "bare"
+    import venv as venv_module
+
+    venv_module.create(venv, with_pip=False)
+    server = ManagedServer(
+        EngineConfig("vllm", python=str(venv / "bin" / "python")), str(folder), log_dir=tmp_path
+    )
+    with pytest.raises(ServerError, match="not installed in that Python environment") as err:
+        server.start()
+    assert "No module named 'vllm'" in err.value.log_tail
+    assert not server.alive
+
+
+def test_unreachable_server_is_a_model_error() -> None:
+    port = free_port()
+
+    async def run() -> None:
+        async with OpenAIChatClient(
+            f"http://127.0.0.1:{port}/v1", "m", options=GenerationOptions(max_tokens=4)
+        ) as client:
+            await client.complete([{"role": "user", "content": "hi"}])
+
+    with pytest.raises(ModelError, match=r"cannot reach the model server .* connection refused"):
+        asyncio.run(run())
+
+
+def test_request_body_asks_for_usage_and_passes_options() -> None:
+    client = OpenAIChatClient(
+        "http://127.0.0.1:1/v1",
+        "m",
+        options=GenerationOptions(max_tokens=7, temperature=0.0, seed=3, stop=["</x>"]),
+        extra_body={"top_k": 1},
+    )
+    body = client.request_body([{"role": "user", "content": "hi"}], tools=None)
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert (body["max_tokens"], body["seed"], body["stop"], body["top_k"]) == (7, 3, ["</x>"], 1)
+    assert "tools" not in body
+    asyncio.run(client.aclose())
+
+
+def test_tokenizer_counter_fallback(tmp_path: Path) -> None:
+    assert tokenizer_counter(tmp_path) is None
+    from tests.test_serving_support import demo_model
+
+    count = tokenizer_counter(demo_model().folder)
+    assert count is not None and 1 <= count("Hello there, how are you?") <= 10
