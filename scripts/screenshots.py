@@ -10,6 +10,7 @@ a user would (edits, saves, label moves, a hook test, a variant), and grabs the 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -101,7 +102,9 @@ def main() -> int:
     page.tree.select_name("tools", "check_stock")
     spin(100)
     te = page.tool_editor
-    te.description.setPlainText("Live stock of a product per size and colour. Leave size or color out to get every variant.")
+    te.description.setPlainText(
+        "Live stock of a product per size and colour. Leave size or color out to get every variant."
+    )
     te.flush()
     page.save("check_stock: clearer description", label_name="staging")
     idle()
@@ -188,7 +191,13 @@ def main() -> int:
         vp.strength.set_value("heavy")
         vp.seed.setValue(7)
         vp.compute()
-        wait(lambda: vp.view is not None and vp.view.request.seed == 7 and vp.view.request.strength == "heavy")
+        wait(
+            lambda: (
+                vp.view is not None
+                and vp.view.request.seed == 7
+                and vp.view.request.strength == "heavy"
+            )
+        )
         vp.view_picker.set_value("Tools")
         vp._show_view()
 
@@ -201,19 +210,38 @@ def main() -> int:
 
     # ---- import with errors (the problems dialog)
     from core.harness import HarnessError, import_folder
-
     from studio.dialogs import ProblemsDialog
 
     bad = home / "broken-harness"
     (bad / "skills" / "faq").mkdir(parents=True)
     (bad / "tools").mkdir()
-    (bad / "harness.yaml").write_text("name: broken\nprompt:\n  sections: []\n  colour: blue\n", encoding="utf-8")
-    (bad / "skills" / "faq" / "SKILL.md").write_text("---\nname: faq\ndescription: [unclosed\n---\nbody\n", encoding="utf-8")
-    (bad / "tools" / "lookup.json").write_text('{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "strin"}}}}}', encoding="utf-8")
+    (bad / "harness.yaml").write_text(
+        "name: broken\nprompt:\n  sections: []\n  colour: blue\n", encoding="utf-8"
+    )
+    (bad / "skills" / "faq" / "SKILL.md").write_text(
+        "---\nname: faq\ndescription: [unclosed\n---\nbody\n", encoding="utf-8"
+    )
+    (bad / "tools" / "lookup.json").write_text(
+        json.dumps(
+            {
+                "type": "function",
+                "function": {
+                    "name": "lookup",
+                    "parameters": {"type": "object", "properties": {"q": {"type": "strin"}}},
+                },
+            }
+        ),
+        encoding="utf-8",
+    )
     try:
         import_folder(bad)
     except HarnessError as exc:
-        dlg = ProblemsDialog(win, "Import failed", f"{bad.name} has {len(exc.problems)} problem(s); nothing was imported.", exc.problems)
+        dlg = ProblemsDialog(
+            win,
+            "Import failed",
+            f"{bad.name} has {len(exc.problems)} problem(s); nothing was imported.",
+            exc.problems,
+        )
         dlg.resize(820, 360)
         dlg.show()
         spin(200)

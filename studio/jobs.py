@@ -14,6 +14,7 @@ started and every pending asyncio task (the application calls it on aboutToQuit)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import threading
 from collections.abc import Callable, Coroutine
@@ -111,10 +112,8 @@ class Jobs(QObject):
         task.add_done_callback(done)
 
     def _emit(self, token: int, ok: bool, value: Any) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # the Jobs object is gone (quitting)
             self._finished.emit(token, ok, value)
-        except RuntimeError:  # the Jobs object is gone (application quitting)
-            pass
 
     @Slot(int, bool, object)
     def _deliver(self, token: int, ok: bool, value: Any) -> None:

@@ -302,7 +302,9 @@ class MainWindow(QMainWindow):
         self.save_action = add(
             "Save version", [QKeySequence.StandardKey.Save], lambda: self.harness_page.save()
         )
-        self.undo_action = add("Undo", [QKeySequence.StandardKey.Undo], lambda: self.harness_page.undo())
+        self.undo_action = add(
+            "Undo", [QKeySequence.StandardKey.Undo], lambda: self.harness_page.undo()
+        )
         self.redo_action = add("Redo", ["Ctrl+Shift+Z", "Ctrl+Y"], lambda: self.harness_page.redo())
         self.filter_action = add("Filter", [QKeySequence.StandardKey.Find], self._focus_filter)
         self.theme_action = add("Toggle theme", ["Ctrl+Shift+L"], self.toggle_theme)
@@ -316,7 +318,11 @@ class MainWindow(QMainWindow):
     def show_page(self, key: str) -> None:
         if key not in self.page_widgets:
             return
-        widget = self.page_widgets[key] if key in self._factories and not self.isVisible() else self.page(key)
+        widget = (
+            self.page_widgets[key]
+            if key in self._factories and not self.isVisible()
+            else self.page(key)
+        )
         self.pages.setCurrentWidget(widget)
         button = self.nav_buttons[key]
         if not button.isChecked():

@@ -10,6 +10,7 @@ holds) count as dirty too.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -75,10 +76,8 @@ class EditSession(QObject):
         self.version_labels: tuple[str, ...] = ()
 
     def _clean_changed(self, _clean: bool) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # the stack is destroyed with the app
             self.dirtyChanged.emit(self.dirty)
-        except RuntimeError:  # the stack is being destroyed with the application
-            pass
 
     # ------------------------------------------------------------------ state
 

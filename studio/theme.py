@@ -180,11 +180,16 @@ def mono_font(pixel_size: int = 12) -> QFont:
 
 def _themed_svg(icon_name: str, colour: str) -> str:
     """Path of a copy of icon `icon_name` drawn in `colour` (QSS url() needs a file)."""
-    folder = Path(tempfile.gettempdir()) / f"hat-studio-icons-{os.getuid() if hasattr(os, 'getuid') else 0}"
+    folder = (
+        Path(tempfile.gettempdir())
+        / f"hat-studio-icons-{os.getuid() if hasattr(os, 'getuid') else 0}"
+    )
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{icon_name}-{colour.lstrip('#')}.svg"
     if not target.exists():
-        text = (ICONS / f"{icon_name}.svg").read_text(encoding="utf-8").replace("currentColor", colour)
+        text = (
+            (ICONS / f"{icon_name}.svg").read_text(encoding="utf-8").replace("currentColor", colour)
+        )
         tmp = target.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(text.replace('stroke-width="1.8"', 'stroke-width="2.4"'), encoding="utf-8")
         os.replace(tmp, target)

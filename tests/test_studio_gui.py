@@ -16,19 +16,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
 
+from core.harness import export_folder, import_folder
+from core.harness.demo import demo_harness_path
+from core.store import Store
+from studio import dialogs, theme
+from studio.app import create_window
+from studio.jobs import jobs, reset_jobs
+from studio.workspace import AnotherInstance, InstanceGuard
 from tests.studio_helpers import spin, wait_until  # sets QT_QPA_PLATFORM=offscreen
-
-from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtTest import QTest  # noqa: E402
-
-from core.harness import export_folder, import_folder  # noqa: E402
-from core.harness.demo import demo_harness_path  # noqa: E402
-from core.store import Store  # noqa: E402
-from studio import dialogs, theme  # noqa: E402
-from studio.app import create_window  # noqa: E402
-from studio.jobs import jobs, reset_jobs  # noqa: E402
-from studio.workspace import AnotherInstance, InstanceGuard  # noqa: E402
 
 
 def idle() -> None:
@@ -332,6 +330,7 @@ def test_hook_test_box_runs_the_hook_under_qasync(studio, qapp) -> None:  # type
         loop.run_until_complete(asyncio.wait_for(run_and_wait(), 20))
     finally:
         asyncio.set_event_loop(None)
+        loop.close()
     assert ed.last_outcome.decision == "block"
     assert ed.decision.text() == "BLOCK"
     assert "forbidden claim" in ed.reason.text()
@@ -519,7 +518,7 @@ def test_close_with_unsaved_edits_asks(studio, monkeypatch) -> None:  # type: ig
     assert studio.close() is True
 
 
-# ----------------------------------------------------------------------------- variants and workspace
+# ------------------------------------------------------------------ variants and workspace
 
 
 def test_variants_screen_and_another_seed(studio, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -21,7 +21,8 @@ def test_logic_package_imports_no_qt() -> None:
     code = (
         "import sys, studio.logic.document, studio.logic.components, studio.logic.hooktest, "
         "studio.logic.textdiff, studio.logic.variants; "
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'qasync', 'pyqtgraph', 'torch')]; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'qasync', 'pyqtgraph', "
+        "'torch')]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -90,7 +91,11 @@ def test_schema_rows_round_trip_and_errors_per_row() -> None:
         [comp.ParamRow(name="mode", enum="fast, slow", default="fast", required=True)]
     )
     assert ok.ok
-    assert ok.schema["properties"]["mode"] == {"type": "string", "enum": ["fast", "slow"], "default": "fast"}
+    assert ok.schema["properties"]["mode"] == {
+        "type": "string",
+        "enum": ["fast", "slow"],
+        "default": "fast",
+    }
     assert ok.schema["required"] == ["mode"]
     bad_default = comp.schema_from_rows([comp.ParamRow(name="mode", enum="a, b", default="c")])
     assert "default" in bad_default.row_errors[0][0]
@@ -115,7 +120,9 @@ def test_tool_raw_text_invalid_schema_names_the_property() -> None:
 
 def test_hook_samples_decide_like_the_loop() -> None:
     harness = load_demo_harness()
-    decisions = {h.name: run_sample(h, harness, default_sample(h, harness)).decision for h in harness.hooks}
+    decisions = {
+        h.name: run_sample(h, harness, default_sample(h, harness)).decision for h in harness.hooks
+    }
     assert set(decisions.values()) == {"block"}, decisions
     hook = next(h for h in harness.hooks if h.name == "no-false-promises")
     calm = HookSample(reply="Link 3 is 9.99 USD right now.")
@@ -134,9 +141,9 @@ def test_side_by_side_marks_changed_words() -> None:
     assert [r.tag for r in rows] == ["equal", "replace", "equal", "insert"]
     replace = rows[1]
     assert replace.left is not None and replace.right is not None
-    (start, end), = replace.left_spans
+    ((start, end),) = replace.left_spans
     assert replace.left[start:end] == "quick"
-    (start, end), = replace.right_spans
+    ((start, end),) = replace.right_spans
     assert replace.right[start:end] == "slow"
     s = stats(rows)
     assert (s.added, s.removed, s.changed) == (1, 0, 1)

@@ -84,7 +84,9 @@ def parse_skill_text(text: str, harness: Harness, file: str | None = None) -> Sk
     except HarnessError as exc:
         if file is None:
             raise
-        raise HarnessError([Problem(file if p.file == rel else p.file, p.field, p.message) for p in exc.problems]) from None
+        raise HarnessError(
+            [Problem(file if p.file == rel else p.file, p.field, p.message) for p in exc.problems]
+        ) from None
     return built.skills[0]
 
 

@@ -53,7 +53,9 @@ def default_sample(hook: Hook, harness: Harness) -> HookSample:
         sample.viewer_message = "is this the cheapest price ever??"
     else:
         sample.reply = {
-            HookKind.FORBIDDEN_CLAIMS: "Link 3 is 9.99 USD, the lowest price ever! DM me on WhatsApp.",
+            HookKind.FORBIDDEN_CLAIMS: (
+                "Link 3 is 9.99 USD, the lowest price ever! DM me on WhatsApp."
+            ),
             HookKind.FACT_CHECK: "Link 3 is 8.49 USD right now, tap link 3 to grab it!",
             HookKind.REPLY_FORMAT: "**Link 3** is 9.99 USD:\n- tea bags\n- 20 per box",
             HookKind.REQUIRE_REPLY_SKILL: "Link 3 is 9.99 USD right now!",

@@ -87,7 +87,8 @@ def harness_views(harness: Harness) -> dict[str, str]:
     except HarnessError as exc:
         prompt = f"(the prompt does not render: {exc})"
     skills = "\n\n".join(
-        f"### {s.name}  [{s.kind.value}{'' if s.enabled else ', off'}]\n{s.description}\n\n{s.body.strip()}"
+        f"### {s.name}  [{s.kind.value}{'' if s.enabled else ', off'}]\n"
+        f"{s.description}\n\n{s.body.strip()}"
         for s in harness.skills
     )
     tools = "\n\n".join(
@@ -98,7 +99,8 @@ def harness_views(harness: Harness) -> dict[str, str]:
     )
     settings = harness.settings
     hooks = (
-        f"# settings\nretry_budget: {settings.retry_budget}\nreminder_role: {settings.reminder_role.value}\n"
+        f"# settings\nretry_budget: {settings.retry_budget}\nreminder_role: "
+        f"{settings.reminder_role.value}\n"
         f"reminder_format: {settings.reminder_format}\n\n{hooks}"
     )
     return dict(zip(VIEWS, (prompt, skills, tools, hooks), strict=True))

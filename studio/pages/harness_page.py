@@ -376,7 +376,11 @@ class HarnessPage(QWidget):
         if message is None:
             labels = sorted({"production", "staging", *self.versions.all_labels()})
             changes = self.session.stack.count() - max(0, self.session.stack.cleanIndex())
-            summary = f"{max(changes, 0)} change(s) since version {(doc.version_id or '')[:10]}. Versions are immutable: this adds one."
+            base = (doc.version_id or "")[:10]
+            summary = (
+                f"{max(changes, 0)} change(s) since version {base}. "
+                "Versions are immutable: this adds one."
+            )
             answer = dialogs.ask_save(self, self.suggested_message(), summary, labels)
             if answer is None:
                 return False
@@ -417,7 +421,8 @@ class HarnessPage(QWidget):
             self.save_button.setText("Save version")
             self.banner.show_message(
                 "error",
-                f"The version was not saved: {exc}\nYour edits are kept; nothing in the store changed. Try again.",
+                f"The version was not saved: {exc}\nYour edits are kept; nothing in the store "
+                f"changed. Try again.",
             )
 
         self.ctx.run_store(work, on_done=done, on_error=fail, label="Saving version")

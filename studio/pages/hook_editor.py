@@ -32,11 +32,15 @@ from studio.widgets.common import CodeEdit, Field, FitStack, button, chip, label
 
 KIND_HELP = {
     HookKind.REQUIRE_REPLY_SKILL: "Blocks a reply unless a reply skill was loaded in this request.",
-    HookKind.VALIDATE_TOOL_ARGS: "Matched tools' arguments must also satisfy this extra JSON Schema.",
-    HookKind.FORBIDDEN_CLAIMS: "Blocks when a pattern (case-insensitive regex) occurs in the reply or viewer message.",
-    HookKind.FACT_CHECK: "Every number in the reply must come from a tool result or the viewer message.",
+    HookKind.VALIDATE_TOOL_ARGS: "Matched tools' arguments must also satisfy an extra JSON Schema.",
+    HookKind.FORBIDDEN_CLAIMS: (
+        "Blocks when a pattern (case-insensitive regex) occurs in the reply or viewer message."
+    ),
+    HookKind.FACT_CHECK: "Every number in the reply must come from a tool result or the viewer.",
     HookKind.REPLY_FORMAT: "Length limits, no Markdown, forbidden patterns.",
-    HookKind.PYTHON: "Your own check(event) -> {decision, reason}, run in a child process with a timeout.",
+    HookKind.PYTHON: (
+        "Your own check(event) -> {decision, reason}, run in a child process with a timeout."
+    ),
 }
 EVENT_LABELS = {
     HookEvent.ON_INPUT: "on input",

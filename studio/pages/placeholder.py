@@ -29,7 +29,8 @@ PLANNED = (
         "Data",
         "data",
         "Tasks, trajectories and teacher generation",
-        "Browse the simulator's tasks and the trajectories generated for them, with grades and provenance, and launch teacher generation over harness variants.",
+        "Browse the simulator's tasks and the trajectories generated for them, with grades and "
+        "provenance, and launch teacher generation over harness variants.",
         (
             "Tasks by split and category, with the gold behaviour the oracle plays",
             "Trajectories with grades, judge verdicts and the variant they were made under",
@@ -42,7 +43,8 @@ PLANNED = (
         "Train",
         "train",
         "HSA-SFT, on-policy distillation and HSA-RL",
-        "Launch the three HAT stages as child processes and watch them live: loss, learning rate, rewards and throughput, with stop, cancel and resume.",
+        "Launch the three HAT stages as child processes and watch them live: loss, learning "
+        "rate, rewards and throughput, with stop, cancel and resume.",
         (
             "Stage forms generated from the stage configs, with the exact launch command",
             "Live charts of loss, grad norm, reward components and completion length",
@@ -55,7 +57,8 @@ PLANNED = (
         "Evaluate",
         "evaluate",
         "Suites, variant robustness and harness-change impact",
-        "Run Live-Stream QA, Harness-Variant QA, robustness and IFEval against any model or adapter, and see what a harness edit does to the deployed model.",
+        "Run Live-Stream QA, Harness-Variant QA, robustness and IFEval against any model or "
+        "adapter, and see what a harness edit does to the deployed model.",
         (
             "Results tables with confidence intervals, per-dimension breakdowns",
             "Variant-distribution plot per model",
@@ -68,7 +71,8 @@ PLANNED = (
         "Chat",
         "chat",
         "Talk to the served model through the agent loop",
-        "Start a model server, pick a harness version, and chat: skill loads, tool calls and hook decisions appear as cards, with latency for every reply.",
+        "Start a model server, pick a harness version, and chat: skill loads, tool calls and "
+        "hook decisions appear as cards, with latency for every reply.",
         (
             "TTFT, tokens/s, end-to-end and agent end-to-end per reply; session P50/P95",
             "Viewer-message presets and a live-room replay mode",
@@ -81,7 +85,8 @@ PLANNED = (
         "Runs",
         "runs",
         "Every job in this workspace",
-        "One place for training runs, evaluations and data jobs: status, frozen config, logs and artifacts, re-attached when the studio reopens.",
+        "One place for training runs, evaluations and data jobs: status, frozen config, logs and "
+        "artifacts, re-attached when the studio reopens.",
         (
             "Running and finished jobs, with their exact configuration",
             "Logs, metrics and checkpoints per run",

@@ -33,8 +33,8 @@ from studio.session import EditSession
 from studio.widgets.common import Banner, CodeEdit, Field, Segmented, label, tool_button
 
 KIND_NOTE = {
-    SectionKind.SKILL_INDEX: "Generated: the list of enabled skills. The template is an optional intro.",
-    SectionKind.TOOL_BLOCK: "Generated: the tool schemas and the <tool_call> format (prompt protocol).",
+    SectionKind.SKILL_INDEX: "Generated: the enabled skills. The template is an optional intro.",
+    SectionKind.TOOL_BLOCK: "Generated: the tool schemas and the <tool_call> format.",
     SectionKind.TEXT: "Your text. Use ${variable} for values from the variables table.",
 }
 _keys = itertools.count(1)
@@ -51,6 +51,7 @@ class PromptEditor(QWidget):
         self._loading = False
         self._current_key: int | None = None
         self._shown: Any = None
+        self._last_problems: list[Problem] = []
         self.merge_field = "prompt"
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -285,8 +286,6 @@ class PromptEditor(QWidget):
         finally:
             self._loading = False
         self._show(self._last_problems)
-
-    _last_problems: list[Problem] = []
 
     # ------------------------------------------------------------------ edits
 

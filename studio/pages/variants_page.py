@@ -53,7 +53,8 @@ class VariantsPage(QWidget):
         lay.setSpacing(0)
         self.header = PageHeader(
             "Variants",
-            "Harness-State Augmentation: the same task and behaviour under a different harness surface",
+            "Harness-State Augmentation: the same task and behaviour under a different harness "
+            "surface",
         )
         self.another = button("Another seed", "dice", "", "Sample a new variant with a fresh seed")
         self.export_button = button(
@@ -301,7 +302,9 @@ class VariantsPage(QWidget):
         if self.view is None:
             return
         name = self.view_picker.value()
-        self.harness_diff.set_texts(self.view.before[name], self.view.after[name], wrap=name != "Tools")
+        self.harness_diff.set_texts(
+            self.view.before[name], self.view.after[name], wrap=name != "Tools"
+        )
         self.harness_diff.scroll_to_first_change()
         from studio.logic.textdiff import stats
 

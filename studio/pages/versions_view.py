@@ -96,9 +96,11 @@ class ElidedLabel(QLabel):
         self.setMinimumWidth(30)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
 
-    def resizeEvent(self, event: Any) -> None:  # noqa: N802 (Qt API)
+    def resizeEvent(self, event: Any) -> None:
         super().resizeEvent(event)
-        self.setText(self.fontMetrics().elidedText(self.full, Qt.TextElideMode.ElideRight, self.width()))
+        self.setText(
+            self.fontMetrics().elidedText(self.full, Qt.TextElideMode.ElideRight, self.width())
+        )
 
 
 class VersionRow(QFrame):
@@ -285,7 +287,7 @@ class VersionsView(QWidget):
         if self.isVisible():
             self._refresh_timer.start()
 
-    def showEvent(self, event: Any) -> None:  # noqa: N802 (Qt API)
+    def showEvent(self, event: Any) -> None:
         if self._stale:
             self._refresh_timer.start()
         super().showEvent(event)
@@ -511,7 +513,8 @@ class VersionsView(QWidget):
             "Roll back",
             f"Roll back {self.name} to version {info.id[:10]}?",
             "Roll back",
-            "This adds a new version with that content. Nothing is deleted, and labels stay where they are.",
+            "This adds a new version with that content. Nothing is deleted, and labels stay "
+            "where they are.",
         ):
             return
         self.rollback(info.id)
@@ -557,7 +560,8 @@ class VersionsView(QWidget):
             if isinstance(exc, HarnessError):
                 self.banner.show_message(
                     "error",
-                    f"{path.name} was not imported: {len(exc.problems)} problem(s). Nothing was stored.",
+                    f"{path.name} was not imported: {len(exc.problems)} problem(s). Nothing was "
+                    f"stored.",
                 )
                 dialogs.show_problems(
                     self,

@@ -99,7 +99,9 @@ def label_kind(name: str) -> str:
 def hline() -> QFrame:
     line = QFrame()
     line.setFixedHeight(1)
-    theme.bind(line, lambda w: w.setStyleSheet(f"background: {theme.color('border')}; border: none;"))  # type: ignore[attr-defined]
+    theme.bind(
+        line, lambda w: w.setStyleSheet(f"background: {theme.color('border')}; border: none;")
+    )  # type: ignore[attr-defined]
     return line
 
 
@@ -335,11 +337,11 @@ class FitStack(QStackedWidget):
         super().__init__(parent)
         self.currentChanged.connect(lambda _i: self.updateGeometry())
 
-    def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+    def sizeHint(self) -> QSize:
         w = self.currentWidget()
         return w.sizeHint() if w is not None else super().sizeHint()
 
-    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+    def minimumSizeHint(self) -> QSize:
         w = self.currentWidget()
         return w.minimumSizeHint() if w is not None else super().minimumSizeHint()
 
@@ -358,9 +360,13 @@ def set_markdown(browser: QTextBrowser, text: str) -> None:
         level = block.blockFormat().headingLevel()
         if level:
             cursor.setPosition(block.position())
-            cursor.setPosition(block.position() + max(0, block.length() - 1), QTextCursor.MoveMode.KeepAnchor)
+            cursor.setPosition(
+                block.position() + max(0, block.length() - 1), QTextCursor.MoveMode.KeepAnchor
+            )
             fmt = QTextCharFormat()
-            fmt.setProperty(QTextCharFormat.Property.FontPixelSize, round(base * HEADING_SCALE.get(level, 1.0)))
+            fmt.setProperty(
+                QTextCharFormat.Property.FontPixelSize, round(base * HEADING_SCALE.get(level, 1.0))
+            )
             fmt.setProperty(QTextCharFormat.Property.FontSizeAdjustment, 0)
             cursor.mergeCharFormat(fmt)
             bf = block.blockFormat()

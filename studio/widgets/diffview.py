@@ -4,7 +4,6 @@ highlighted, scrolling kept in step. The alignment comes from `studio.logic.text
 from __future__ import annotations
 
 import textwrap
-from typing import Any
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QTextCharFormat, QTextCursor
