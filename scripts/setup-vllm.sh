@@ -22,28 +22,41 @@ cpu_torch="torch==2.13.0"
 gpu_pkg="${HAT_VLLM_GPU_SPEC:-vllm}"
 
 stamp="$venv/.hat-vllm-$flavor"
-if [ -f "$stamp" ] && "$venv/bin/python" -c "import vllm.entrypoints.openai.api_server" \
-    >/dev/null 2>&1; then
+if [ -f "$stamp" ] && "$venv/bin/python" -c \
+    "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)" 2>/dev/null; then
   echo "vllm venv ready: $venv ($flavor)"
   exit 0
 fi
+started=$(date +%s)
 
 if [ ! -x "$venv/bin/python" ]; then
   "$py" -m venv "$venv"
 fi
 # The venv ignores itself, so it may live inside the repository.
 echo '*' > "$venv/.gitignore"
-"$venv/bin/python" -m pip install -q --upgrade pip
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+pip_quiet() {
+  # pip warns about every extra index location that lacks a package; keep the log readable.
+  local status=0
+  "$venv/bin/python" -m pip "$@" >"$log" 2>&1 || status=$?
+  grep -v "^WARNING: Location" "$log" || true
+  return "$status"
+}
+pip_quiet install -q --upgrade pip
 if [ "$flavor" = cpu ]; then
   # The community CPU build of vLLM, with the CPU torch it was built against.
-  "$venv/bin/python" -m pip install -q "$cpu_pkg" "$cpu_torch"
+  pip_quiet install -q "$cpu_pkg" "$cpu_torch"
   # torchvision/torchaudio/torchcodec come in as dependencies but fail to import beside this
   # torch build; the text-only server does not need them.
   "$venv/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec || true
 else
-  "$venv/bin/python" -m pip install -q "$gpu_pkg"
+  pip_quiet install -q "$gpu_pkg"
 fi
-"$venv/bin/python" -c "import vllm.entrypoints.openai.api_server" >/dev/null
+"$venv/bin/python" -c "import vllm.entrypoints.openai.api_server" >/dev/null 2>&1 || {
+  echo "the vLLM environment in $venv does not import vllm.entrypoints.openai.api_server" >&2
+  exit 1
+}
 rm -f "$venv"/.hat-vllm-*
 touch "$stamp"
-echo "vllm venv ready: $venv ($flavor)"
+echo "vllm venv ready: $venv ($flavor) in $(( $(date +%s) - started )) s"
