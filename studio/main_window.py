@@ -468,6 +468,8 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self._save_state()
+        if "harness" not in self._factories:
+            self.harness_page.autosave_now()  # clean now: removes the recovery file
         self.ctx.close()
         if self.guard is not None:
             self.guard.release()

@@ -502,6 +502,32 @@ def test_locked_database_keeps_edits_and_saves_later(studio, hat_home: Path) -> 
     assert log[0].message == "after the lock"
 
 
+def test_unsaved_edits_survive_a_crash(qapp, hat_home: Path) -> None:  # type: ignore[no-untyped-def]
+    win = open_studio(hat_home)
+    page = win.harness_page
+    page.tree.select_name("skills", "chit-chat")
+    page.skill_editor.description.setPlainText("Small talk between questions.")
+    page.skill_editor.flush()
+    page.autosave_now()
+    idle()
+    assert (hat_home / "studio-unsaved.json").exists()
+    # the process dies: no close event, no save; only the lock goes with the process
+    win.guard.release()
+    reset_jobs()
+    win.deleteLater()
+    spin(5)
+    win = open_studio(hat_home)
+    try:
+        session = win.ctx.session
+        assert session.harness.skill("chit-chat").description == "Small talk between questions."
+        assert session.dirty
+        assert "Recovered unsaved edits" in win.harness_page.banner.text.text()
+        win.harness_page.undo()
+        assert session.harness.skill("chit-chat").description.startswith("Reply to greetings")
+    finally:
+        shut(win)
+
+
 def test_close_with_unsaved_edits_asks(studio, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     page = studio.harness_page
     page.tree.select_name("skills", "size-advice")

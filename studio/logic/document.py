@@ -139,6 +139,16 @@ class HarnessDocument:
         uids.insert(dst, uids.pop(src))
         return Snapshot(attr, items, tuple(uids))
 
+    def whole(self, attr: str, items: list[Any]) -> Snapshot:
+        """A snapshot replacing a whole list; components keep their uid when a component of
+        the same name is there now (so their editors and drafts follow them)."""
+        by_name = {
+            item.name: uid
+            for item, uid in zip(getattr(self.harness, attr), self.uids[attr], strict=True)
+        }
+        uids = tuple(by_name.get(item.name) or next(_uid) for item in items)
+        return Snapshot(attr, list(items), uids)
+
     # ------------------------------------------------------------------ new components
 
     def unique_name(self, attr: str, base: str, sep: str = "-") -> str:

@@ -7,9 +7,12 @@ while any editor holds input that does not validate; nothing is lost either way.
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
@@ -33,6 +36,9 @@ from studio.pages.skill_editor import SkillEditor
 from studio.pages.tool_editor import ToolEditor
 from studio.pages.versions_view import VersionsView
 from studio.widgets.common import Banner, PageHeader, button, chip, label, label_kind, tool_button
+
+
+RECOVERY_FILE = "studio-unsaved.json"
 
 
 class HarnessPage(QWidget):
@@ -147,6 +153,12 @@ class HarnessPage(QWidget):
         ctx.opened.connect(self._store_opened)
         ctx.openFailed.connect(self._open_failed)
         ctx.versionsChanged.connect(self._update_header)
+        self._autosave = QTimer(self)
+        self._autosave.setSingleShot(True)
+        self._autosave.setInterval(1500)
+        self._autosave.timeout.connect(self.autosave_now)
+        self.session.changed.connect(lambda _a, _o: self._schedule_autosave())
+        self.session.dirtyChanged.connect(lambda d: None if d else self._schedule_autosave())
         self.undo_button.setEnabled(False)
         self.redo_button.setEnabled(False)
         self.save_button.setEnabled(False)
@@ -183,12 +195,85 @@ class HarnessPage(QWidget):
                 if restore_selection
                 else ""
             )
+            if restore_selection:
+                self._recover(name, info.id)
             attr, _, item = selected.partition(":")
             if not (attr and self.tree.select_name(attr, item)):
                 self.tree.select("overview", None)
             self.ctx.harnessChanged.emit(name)
 
         self.ctx.run_store(work, on_done=done, label="Loading harness")
+
+    # ------------------------------------------------------------------ crash recovery
+
+    @property
+    def recovery_file(self) -> Path:
+        return self.ctx.home / RECOVERY_FILE
+
+    def _schedule_autosave(self) -> None:
+        self._autosave.start()
+
+    def autosave_now(self) -> None:
+        """Write the unsaved harness next to the database (or remove the file when clean), so
+        edits survive a crash or a killed process; restored on the next start."""
+        self._autosave.stop()
+        doc = self.session.doc
+        path = self.recovery_file
+        if doc is None or not self.session.dirty:
+            path.unlink(missing_ok=True)
+            return
+        harness, version = doc.harness, doc.version_id
+
+        def write() -> None:
+            data = {
+                "harness": harness.name,
+                "version": version,
+                "data": harness.model_dump(mode="json"),
+            }
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+            os.replace(tmp, path)
+
+        self.ctx.jobs.run(write, on_error=lambda exc: None, label="Keeping unsaved edits")
+
+    def _recover(self, name: str, version_id: str) -> None:
+        path = self.recovery_file
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if data.get("harness") != name:
+            return
+        from core.harness import Harness
+        from studio.logic.document import LIST_ATTRS, Snapshot
+
+        doc = self.session.doc
+        try:
+            recovered = Harness.model_validate(data.get("data"))
+        except ValueError:
+            return
+        if doc is None or recovered == doc.harness:
+            path.unlink(missing_ok=True)
+            return
+        for attr in ("description", "settings", "prompt", *LIST_ATTRS):
+            value = getattr(recovered, attr)
+            if value == getattr(doc.harness, attr):
+                continue
+            snap = doc.whole(attr, value) if attr in LIST_ATTRS else Snapshot(attr, value)
+            try:
+                self.session.push(snap, "Recovered unsaved edits")
+            except HarnessError:
+                continue
+        where = (
+            ""
+            if data.get("version") == version_id
+            else f" (made on version {str(data.get('version'))[:10]})"
+        )
+        self.banner.show_message(
+            "info",
+            "Recovered unsaved edits from the last session" + where + ". Save them as a version, "
+            "or undo them with Ctrl+Z.",
+        )
 
     def _pick_harness(self, _index: int) -> None:
         name = self.harness_picker.currentText()

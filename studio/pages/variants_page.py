@@ -276,9 +276,13 @@ class VariantsPage(QWidget):
         clear_layout(self.summary)
         self.summary.addWidget(label("Applied", "FieldLabel"))
         if view.applied:
-            for name in view.applied:
-                c = chip(transform_label(name), "custom")
-                self.summary.addWidget(c)
+            shown = view.applied[:5]
+            for name in shown:
+                self.summary.addWidget(chip(transform_label(name), "custom"))
+            if len(view.applied) > len(shown):
+                more = chip(f"+{len(view.applied) - len(shown)} more", "custom")
+                more.setToolTip("\n".join(transform_label(n) for n in view.applied[len(shown) :]))
+                self.summary.addWidget(more)
         else:
             self.summary.addWidget(chip("nothing (every pick was skipped)", "neutral"))
         if view.skipped:

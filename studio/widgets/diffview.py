@@ -90,7 +90,8 @@ class SideBySideDiff(QWidget):
     def _columns(self) -> int:
         edit = self.left.edit
         advance = max(1, edit.fontMetrics().horizontalAdvance("m"))
-        return max(40, (edit.viewport().width() - 12) // advance)
+        margin = 2 * edit.document().documentMargin() + 14  # scroll bar appearing later
+        return max(20, int(edit.viewport().width() - margin) // advance)
 
     def set_texts(self, old: str | None, new: str | None, wrap: bool = False) -> None:
         """Show the diff of `old` and `new` (None: the file is absent on that side). `wrap`
@@ -109,15 +110,19 @@ class SideBySideDiff(QWidget):
         )
         s = stats(self.rows)
         if old is None:
-            self.left.meta.setText("(absent)")
+            self.left.meta.setText("absent")
         else:
-            self.left.meta.setText(f"−{s.removed + s.changed} lines" if s.total else "unchanged")
-        self.right.meta.setText(
-            "(absent)"
-            if new is None
-            else (f"+{s.added + s.changed} lines" if s.total else "unchanged")
-        )
+            self.left.meta.setText(_count(s.removed, "removed", s.changed))
+        if new is None:
+            self.right.meta.setText("absent")
+        else:
+            self.right.meta.setText(_count(s.added, "added", s.changed))
         self._paint()
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        if self._wrap and self._columns() != self._width:
+            self._rewrap.start()
 
     def _paint(self) -> None:
         self._decorate(self.left.edit, left=True)
