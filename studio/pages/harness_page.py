@@ -37,7 +37,6 @@ from studio.pages.tool_editor import ToolEditor
 from studio.pages.versions_view import VersionsView
 from studio.widgets.common import Banner, PageHeader, button, chip, label, label_kind, tool_button
 
-
 RECOVERY_FILE = "studio-unsaved.json"
 
 

@@ -4,6 +4,7 @@ highlighted, scrolling kept in step. The alignment comes from `studio.logic.text
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QTextCharFormat, QTextCursor
@@ -119,7 +120,7 @@ class SideBySideDiff(QWidget):
             self.right.meta.setText(_count(s.added, "added", s.changed))
         self._paint()
 
-    def resizeEvent(self, event: Any) -> None:  # noqa: N802 (Qt API)
+    def resizeEvent(self, event: Any) -> None:
         super().resizeEvent(event)
         if self._wrap and self._columns() != self._width:
             self._rewrap.start()
