@@ -26,12 +26,11 @@ transform turns that into `Skip`, never a silently wrong harness.
 
 from __future__ import annotations
 
-import copy
+import json
 import random
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from core.harness.models import Harness, HookKind, Skill, Tool
@@ -60,50 +59,104 @@ def is_identifier_like(name: str) -> bool:
     )
 
 
-def _token_re(names: Sequence[str]) -> re.Pattern[str] | None:
-    if not names:
-        return None
-    alts = "|".join(re.escape(n) for n in sorted(set(names), key=lambda n: (-len(n), n)))
-    return re.compile(rf"(?<![\w$])(?<!\w-)(?<!\$\{{)(?:{alts})(?!\w)(?!-\w)")
+_SPANS = re.compile(rf"(?P<code>{_CODE_SPAN})|(?P<quoted>{_QUOTED})")
+
+
+def _word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _whole_token(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] is a whole token: not inside a longer run of word characters,
+    not joined to one by a hyphen (`pre-check_stock`, `product-qa-v2`), and not a `$var` or
+    `${var}` template variable."""
+    if start > 0:
+        before = text[start - 1]
+        if _word(before) or before == "$":
+            return False
+        if before == "-" and start > 1 and _word(text[start - 2]):
+            return False
+        if before == "{" and start > 1 and text[start - 2] == "$":
+            return False
+    if end < len(text):
+        after = text[end]
+        if _word(after):
+            return False
+        if after == "-" and end + 1 < len(text) and _word(text[end + 1]):
+            return False
+    return True
 
 
 class Renamer:
-    """Rewrites references to old names (`names`: old -> new) in harness text, in one pass."""
+    """Rewrites references to old names (`names`: old -> new) in harness text, in one pass.
+
+    No regex is compiled per rename: code spans and quoted strings are found by one fixed
+    pattern, and names by substring search with the token rules of `_whole_token`, so a
+    Renamer costs nothing to build and scanning prose costs a few `str.find` calls."""
 
     def __init__(self, names: Mapping[str, str]) -> None:
         self.names = {old: new for old, new in names.items() if old != new}
-        everywhere = [n for n in self.names if is_identifier_like(n)]
-        self._everywhere = _token_re(everywhere)
-        self._all = _token_re(list(self.names))
-        parts = [f"(?P<code>{_CODE_SPAN})", f"(?P<quoted>{_QUOTED})"]
-        if self._everywhere is not None:
-            parts.append(f"(?P<tok>{self._everywhere.pattern})")
-        self._scan = re.compile("|".join(parts))
+        self._everywhere = {n for n in self.names if is_identifier_like(n)}
 
     def __bool__(self) -> bool:
         return bool(self.names)
 
-    def _sub(self, pattern: re.Pattern[str] | None, text: str) -> str:
-        if pattern is None:
-            return text
-        return pattern.sub(lambda m: self.names[m.group(0)], text)
+    def _hits(self, text: str, everywhere: bool) -> list[tuple[int, int, str]]:
+        """(start, end, old name) of every whole-token occurrence, in order, non-overlapping
+        (the longest name wins where two start together)."""
+        pool = self._everywhere if everywhere else self.names
+        hits: list[tuple[int, int, str]] = []
+        for name in pool:
+            start = text.find(name)
+            while start != -1:
+                end = start + len(name)
+                if _whole_token(text, start, end):
+                    hits.append((start, end, name))
+                start = text.find(name, start + 1)
+        hits.sort(key=lambda h: (h[0], -(h[1] - h[0])))
+        out: list[tuple[int, int, str]] = []
+        for hit in hits:
+            if not out or hit[0] >= out[-1][1]:
+                out.append(hit)
+        return out
 
-    def _replace(self, match: re.Match[str]) -> str:
-        if match.group("code") is not None:
-            return self._sub(self._all, match.group("code"))
-        quoted = match.group("quoted")
-        if quoted is not None:
-            inner = quoted[1:-1]
-            if inner in self.names:
-                return f'"{self.names[inner]}"'
-            return self._sub(self._everywhere, quoted)
-        return self.names[match.group(0)]
+    def _sub(self, text: str, everywhere: bool) -> str:
+        hits = self._hits(text, everywhere)
+        if not hits:
+            return text
+        parts: list[str] = []
+        pos = 0
+        for start, end, name in hits:
+            parts.append(text[pos:start])
+            parts.append(self.names[name])
+            pos = end
+        parts.append(text[pos:])
+        return "".join(parts)
+
+    def _segments(self, text: str) -> Iterator[tuple[str, str]]:
+        """(kind, segment): kind is prose, code (a backtick span) or quoted (a "string")."""
+        pos = 0
+        for match in _SPANS.finditer(text):
+            if match.start() > pos:
+                yield "prose", text[pos : match.start()]
+            yield ("code" if match.group("code") is not None else "quoted"), match.group(0)
+            pos = match.end()
+        if pos < len(text):
+            yield "prose", text[pos:]
 
     def text(self, text: str) -> str:
         """`text` with every reference to an old name rewritten (see the module doc)."""
         if not self.names or not text or not self._mentions(text):
             return text
-        return self._scan.sub(self._replace, text)
+        parts: list[str] = []
+        for kind, segment in self._segments(text):
+            if kind == "code":
+                parts.append(self._sub(segment, everywhere=False))
+            elif kind == "quoted" and segment[1:-1] in self.names:
+                parts.append(f'"{self.names[segment[1:-1]]}"')
+            else:
+                parts.append(self._sub(segment, everywhere=True))
+        return "".join(parts)
 
     def _mentions(self, text: str) -> bool:
         """Cheap pre-check: some old name occurs in `text` at all."""
@@ -114,17 +167,11 @@ class Renamer:
         found: list[str] = []
         if not self.names or not text or not self._mentions(text):
             return found
-        for match in self._scan.finditer(text):
-            if match.group("code") is not None and self._all is not None:
-                found.extend(m.group(0) for m in self._all.finditer(match.group("code")))
-            elif match.group("quoted") is not None:
-                inner = match.group("quoted")[1:-1]
-                if inner in self.names:
-                    found.append(inner)
-                elif self._everywhere is not None:
-                    found.extend(m.group(0) for m in self._everywhere.finditer(inner))
-            elif match.group("tok") is not None:
-                found.append(match.group(0))
+        for kind, segment in self._segments(text):
+            if kind == "quoted" and segment[1:-1] in self.names:
+                found.append(segment[1:-1])
+            else:
+                found.extend(h[2] for h in self._hits(segment, everywhere=kind != "code"))
         return found
 
     def regex(self, pattern: str) -> str:
@@ -317,19 +364,34 @@ def stale_references(harness: Harness, old_names: Mapping[str, str] | Sequence[s
     return out
 
 
-def used_names(harness: Harness) -> set[str]:
-    """Every run of name characters in the harness's texts and names, casefolded: a name
-    outside this set is fresh (it clashes with nothing and cannot be mistaken for a
-    reference)."""
-    out: set[str] = set()
-    for _, text in harness_texts(harness):
-        out.update(_NAME_RUN.findall(text.casefold()))
-    for tool in harness.tools:
-        out.update(k.casefold() for k in tool.parameters.get("properties", {}))
-        out.update(v.casefold() for v in tool.binding_args.values())
-    out.update(s.metadata.get(ROLE_KEY, "").casefold() for s in harness.skills)
-    out.discard("")
-    return out
+class UsedNames:
+    """The names a harness already uses, for picking fresh ones: a name is used when it (or
+    a name added here) occurs, ignoring case, anywhere in the harness's texts and names, even
+    inside a longer token (conservative: a fresh name clashes with nothing and cannot be
+    mistaken for a reference). `in` and `add` take any case."""
+
+    def __init__(self, harness: Harness) -> None:
+        texts = [text for _, text in harness_texts(harness)]
+        for tool in harness.tools:
+            texts.extend(tool.parameters.get("properties", {}))
+            texts.extend(tool.binding_args.values())
+        texts.extend(s.metadata.get(ROLE_KEY, "") for s in harness.skills)
+        self._text = "\n".join(texts).casefold()
+        self._added: set[str] = set()
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        key = name.casefold()
+        return key in self._added or key in self._text
+
+    def add(self, name: str) -> None:
+        self._added.add(name.casefold())
+
+
+def used_names(harness: Harness) -> UsedNames:
+    """`UsedNames(harness)`."""
+    return UsedNames(harness)
 
 
 @dataclass
@@ -442,34 +504,90 @@ def apply_renames(harness: Harness, renames: Renames) -> Harness:
             params_table = {o: n for o, n in names.items() if _is_param(harness, o)}
             schema = map_schema_text(hook["params"]["schema"], text)
             hook["params"] = {**hook["params"], "schema": rename_properties(schema, params_table)}
-    return build_harness(data)
+    return build_harness(data, harness)
 
 
 def _skeleton(schema: Any) -> tuple[Any, dict[str, str]]:
     """A JSON Schema with the same meta-schema validity as `schema`, in a canonical form:
-    top-level property names p0, p1, ... and every description/title/$comment empty.
-    Renaming properties and rewording descriptions cannot change whether a schema is valid,
-    so HSA variants of one schema share one (cached) meta-schema check."""
+    every description/title/$comment empty, every `default` null, top-level properties named
+    p0, p1, ... in the order of their (skeleton) sub-schemas, `required` sorted. None of this
+    can change whether a schema is valid (names, texts and defaults are free; the order of
+    properties and of `required` is not checked), so HSA variants of one schema (renamed,
+    reworded, reordered, new defaults) share one cached meta-schema check."""
     if not isinstance(schema, dict):
         return schema, {}
-    props = schema.get("properties")
-    names = {k: f"p{i}" for i, k in enumerate(props)} if isinstance(props, dict) else {}
-    return rename_properties(map_schema_text(schema, lambda _: ""), names), names
+    blank = _blank(schema)
+    props = blank.get("properties")
+    if not isinstance(props, dict):
+        return blank, {}
+    order = sorted(props, key=lambda k: json.dumps(props[k], sort_keys=True, default=str))
+    names = {k: f"p{i}" for i, k in enumerate(order)}
+    out = rename_properties(blank, names)
+    out["properties"] = {names[k]: props[k] for k in order}
+    if isinstance(out.get("required"), list):
+        out["required"] = sorted(out["required"], key=str)
+    return out, names
 
 
-def build_harness(data: dict[str, Any]) -> Harness:
+def _blank(value: Any) -> Any:
+    """`map_schema_text` to "" plus every `default` set to null."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key in _SCHEMA_TEXT_KEYS and isinstance(item, str):
+                out[key] = ""
+            elif key == "default":
+                out[key] = None
+            elif key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(
+                item, dict
+            ):
+                out[key] = {k: _blank(v) for k, v in item.items()}
+            elif key in ("enum", "const", "examples"):
+                out[key] = item
+            else:
+                out[key] = _blank(item)
+        return out
+    if isinstance(value, list):
+        return [_blank(v) for v in value]
+    return value
+
+
+def build_harness(data: dict[str, Any], base: Harness | None = None) -> Harness:
     """`Harness.model_validate(data)` with every validator run, but fast for HSA variants.
 
-    Validating a tool or a `validate_tool_args` hook meta-checks its JSON Schema (milliseconds,
-    cached by the schema's JSON), and every renamed parameter or reworded description makes
-    a new JSON. The harness is therefore validated with each tool and hook schema replaced by
-    its skeleton (same validity, see `_skeleton`; `binding_args` keys renamed alike, so their
-    checks hold too), and the validated tools and hooks then get their real schemas back."""
+    - With `base` (the harness `data` was dumped from), every skill, tool and hook whose data
+      is unchanged is `base`'s own instance, not a new one: a variant shares what a transform
+      did not touch (treat harnesses as immutable values), which also lets callers reuse
+      per-component work such as rendered folder files.
+    - Validating a tool or a `validate_tool_args` hook meta-checks its JSON Schema
+      (milliseconds, cached by the schema's JSON), and every renamed parameter or reworded
+      description makes a new JSON. Changed tools and hooks are therefore validated on their
+      schema's skeleton (same validity, see `_skeleton`; `binding_args` keys renamed alike,
+      so their checks hold too), then given their real schemas back.
+
+    The result takes `data`'s dicts as they are: pass data you own (a `model_dump`)."""
+    shared: dict[str, dict[str, tuple[Any, dict[str, Any]]]] = {}
+    if base is not None:
+        dumped = base.model_dump()
+        for section in ("skills", "tools", "hooks"):
+            instances = getattr(base, section)
+            shared[section] = {
+                d["name"]: (obj, d) for obj, d in zip(instances, dumped[section], strict=True)
+            }
+
+    def reuse(section: str, raw: Any) -> Any:
+        if not isinstance(raw, dict):
+            return None
+        hit = shared.get(section, {}).get(raw.get("name", ""))
+        return hit[0] if hit is not None and hit[1] == raw else None
+
+    skills = [reuse("skills", raw) or raw for raw in data.get("skills", [])]
     tools: list[Any] = []
     real_tools: list[tuple[dict[str, Any], dict[str, str]] | None] = []
     for raw in data.get("tools", []):
-        if not isinstance(raw, dict) or not isinstance(raw.get("parameters"), dict):
-            tools.append(raw)
+        same = reuse("tools", raw)
+        if same is not None or not isinstance(raw.get("parameters"), dict):
+            tools.append(same if same is not None else raw)
             real_tools.append(None)
             continue
         skeleton, names = _skeleton(raw["parameters"])
@@ -480,26 +598,25 @@ def build_harness(data: dict[str, Any]) -> Harness:
     hooks: list[Any] = []
     real_hooks: list[dict[str, Any] | None] = []
     for raw in data.get("hooks", []):
+        same = reuse("hooks", raw)
         params = raw.get("params") if isinstance(raw, dict) else None
         kind = raw.get("kind") if isinstance(raw, dict) else None
-        if kind != HookKind.VALIDATE_TOOL_ARGS or not isinstance(params, dict):
-            hooks.append(raw)
+        if same is not None or kind != HookKind.VALIDATE_TOOL_ARGS or not isinstance(params, dict):
+            hooks.append(same if same is not None else raw)
             real_hooks.append(None)
             continue
         skeleton, _ = _skeleton(params.get("schema"))
         hooks.append({**raw, "params": {**params, "schema": skeleton}})
         real_hooks.append(params)
-    probe = Harness.model_validate({**data, "tools": tools, "hooks": hooks})
+    probe = Harness.model_validate({**data, "skills": skills, "tools": tools, "hooks": hooks})
     final_tools = [
         tool
         if real is None
-        else tool.model_copy(
-            update={"parameters": copy.deepcopy(real[0]), "binding_args": dict(real[1])}
-        )
+        else tool.model_copy(update={"parameters": real[0], "binding_args": dict(real[1])})
         for tool, real in zip(probe.tools, real_tools, strict=True)
     ]
     final_hooks = [
-        hook if real is None else hook.model_copy(update={"params": copy.deepcopy(real)})
+        hook if real is None else hook.model_copy(update={"params": real})
         for hook, real in zip(probe.hooks, real_hooks, strict=True)
     ]
     return probe.model_copy(update={"tools": final_tools, "hooks": final_hooks})
@@ -581,33 +698,43 @@ def replace_phrases(
     probability: float = 1.0,
 ) -> str:
     """Each occurrence of a table key in the prose of `text` (never in code) replaced, with
-    `probability`, by one of its alternatives; longest keys first, one pass. Keys match at
-    word boundaries where they start or end with a word character."""
+    `probability`, by one of its alternatives; leftmost first, the longest key where two start
+    together, one pass. A key that starts (ends) with a word character only matches where the
+    text has no word character before (after) it."""
     if not text:
         return text
     keys = [k for k in table if k and table[k] and k in text]
     if not keys:
         return text
-    pattern = _phrase_re(tuple(sorted(keys, key=lambda k: (-len(k), k))))
-
-    def pick(match: re.Match[str]) -> str:
-        if rng.random() >= probability:
-            return match.group(0)
-        return rng.choice(list(table[match.group(0)]))
-
-    return "".join(
-        segment if code else pattern.sub(pick, segment) for segment, code in split_code(text)
-    )
-
-
-@lru_cache(maxsize=4096)
-def _phrase_re(keys: tuple[str, ...]) -> re.Pattern[str]:
-    alts = []
-    for key in keys:
-        head = r"(?<!\w)" if key[0].isalnum() or key[0] == "_" else ""
-        tail = r"(?!\w)" if key[-1].isalnum() or key[-1] == "_" else ""
-        alts.append(f"{head}{re.escape(key)}{tail}")
-    return re.compile("|".join(alts))
+    parts: list[str] = []
+    for segment, code in split_code(text):
+        present = [k for k in keys if k in segment] if not code else []
+        hits: list[tuple[int, int, str]] = []
+        for key in present:
+            start = segment.find(key)
+            while start != -1:
+                end = start + len(key)
+                head_ok = not _word(key[0]) or start == 0 or not _word(segment[start - 1])
+                tail_ok = not _word(key[-1]) or end == len(segment) or not _word(segment[end])
+                if head_ok and tail_ok:
+                    hits.append((start, end, key))
+                start = segment.find(key, start + 1)
+        if not hits:
+            parts.append(segment)
+            continue
+        hits.sort(key=lambda h: (h[0], -(h[1] - h[0])))
+        pos = 0
+        for start, end, key in hits:
+            if start < pos:
+                continue
+            parts.append(segment[pos:start])
+            if rng.random() < probability:
+                parts.append(rng.choice(list(table[key])))
+            else:
+                parts.append(key)
+            pos = end
+        parts.append(segment[pos:])
+    return "".join(parts)
 
 
 _PLACEHOLDER = re.compile(r"\{(\w+):([^{}\s]+)\}")
@@ -756,28 +883,27 @@ def rename_or_skip(harness: Harness, renames: Renames) -> Harness:
         raise Skip(f"rename not applicable: {exc}") from None
 
 
-def rebuild_or_skip(data: dict[str, Any]) -> Harness:
-    """`build_harness(data)`, a failure turned into `Skip`."""
+def rebuild_or_skip(data: dict[str, Any], base: Harness | None = None) -> Harness:
+    """`build_harness(data, base)`, a failure turned into `Skip`."""
     from pydantic import ValidationError
 
     from core.hsa.transform import Skip
 
     try:
-        return build_harness(data)
+        return build_harness(data, base)
     except ValidationError as exc:
         raise Skip(f"the transformed harness does not validate: {exc}") from None
 
 
 def pick_fresh(
-    rng: random.Random, options: Sequence[str], used: set[str], exclude: str = ""
+    rng: random.Random, options: Sequence[str], used: UsedNames, exclude: str = ""
 ) -> str | None:
-    """A random option not in `used` (casefolded) and not `exclude`; records it as used."""
-    free = [o for o in options if o.casefold() not in used and o != exclude]
-    if not free:
-        return None
-    choice = rng.choice(free)
-    used.add(choice.casefold())
-    return choice
+    """A random option not in `used` and not `exclude`; records it as used."""
+    for choice in rng.sample(list(options), len(options)):
+        if choice != exclude and choice not in used:
+            used.add(choice)
+            return choice
+    return None
 
 
 def shuffled(rng: random.Random, items: Sequence[Any]) -> list[Any]:

@@ -96,7 +96,7 @@ def skill_paraphrase_descriptions(
             skill["description"] = text
     if _unchanged(harness, data):
         raise Skip("no skill description has a bank paraphrase")
-    return rebuild_or_skip(data), SurfaceMapping()
+    return rebuild_or_skip(data, harness), SurfaceMapping()
 
 
 @transform("skill_paraphrase_bodies", Dimension.SKILL_CONTENT)
@@ -111,7 +111,7 @@ def skill_paraphrase_bodies(
         skill["body"] = replace_phrases(skill["body"], phrases, rng, PHRASE_PROBABILITY)
     if _unchanged(harness, data):
         raise Skip("no skill body has a bank phrase")
-    return rebuild_or_skip(data), SurfaceMapping()
+    return rebuild_or_skip(data, harness), SurfaceMapping()
 
 
 # ----------------------------------------------------------------------------- lists
@@ -173,7 +173,7 @@ def skill_bullet_shuffle(
         skill["body"] = _shuffle_lists(skill["body"], rng)
     if _unchanged(harness, data):
         raise Skip("no skill body has a bulleted list of two or more items")
-    return rebuild_or_skip(data), SurfaceMapping()
+    return rebuild_or_skip(data, harness), SurfaceMapping()
 
 
 def _sentence(text: str, lower: bool = False) -> str:
@@ -252,7 +252,7 @@ def skill_list_format(
         skill["body"] = _reformat(skill["body"], rng, connectors)
     if _unchanged(harness, data):
         raise Skip("no skill body has a list")
-    return rebuild_or_skip(data), SurfaceMapping()
+    return rebuild_or_skip(data, harness), SurfaceMapping()
 
 
 # ----------------------------------------------------------------------------- distractors
@@ -295,4 +295,4 @@ def skill_distractors(
             "metadata": {DISTRACTOR_KEY: "true"},
         }
         skills.insert(rng.randint(0, len(skills)), skill)
-    return rebuild_or_skip(data), SurfaceMapping()
+    return rebuild_or_skip(data, harness), SurfaceMapping()

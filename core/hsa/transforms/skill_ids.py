@@ -162,8 +162,8 @@ def skill_index_order(
     changes, so the mapping is the identity."""
     if len({s.name for s in harness.skills}) < 2:
         raise Skip("fewer than two skills to reorder")
-    skills = [s.model_copy(deep=True) for s in shuffled(rng, harness.skills)]
-    return harness.model_copy(update={"skills": skills}, deep=True), SurfaceMapping()
+    skills = shuffled(rng, harness.skills)
+    return harness.model_copy(update={"skills": skills}), SurfaceMapping()
 
 
 @transform("skill_loader_rename", Dimension.SKILL_IDS)

@@ -252,8 +252,8 @@ def tool_order(harness: Harness, rng: random.Random, bank: Bank) -> tuple[Harnes
     """Shuffle the tool list (the order of the tool block and of native tool specs)."""
     if len(harness.tools) < 2:
         raise Skip("fewer than two tools to reorder")
-    tools = [t.model_copy(deep=True) for t in shuffled(rng, harness.tools)]
-    return harness.model_copy(update={"tools": tools}, deep=True), SurfaceMapping()
+    tools = shuffled(rng, harness.tools)
+    return harness.model_copy(update={"tools": tools}), SurfaceMapping()
 
 
 @transform("tool_param_order", Dimension.TOOL_SCHEMAS)
@@ -277,7 +277,7 @@ def tool_param_order(
             params["required"] = shuffled(rng, required)
     if not changed:
         raise Skip("no tool has two or more parameters")
-    return rebuild_or_skip(data), SurfaceMapping()
+    return rebuild_or_skip(data, harness), SurfaceMapping()
 
 
 # ----------------------------------------------------------------------------- descriptions
@@ -359,7 +359,7 @@ def tool_paraphrase_descriptions(
                     continue
                 new = _join(new, note)
             schema["description"] = new
-    out = rebuild_or_skip(data)
+    out = rebuild_or_skip(data, harness)
     if out == harness:
         raise Skip("no tool description has a bank paraphrase")
     return out, SurfaceMapping()
@@ -412,7 +412,7 @@ def tool_optional_params(
         added += 1
     if not added:
         raise Skip("every bank optional parameter is already in use")
-    return rebuild_or_skip(data), SurfaceMapping()
+    return rebuild_or_skip(data, harness), SurfaceMapping()
 
 
 @transform("tool_distractors", Dimension.TOOL_SCHEMAS)
@@ -448,7 +448,7 @@ def tool_distractors(
         added += 1
     if not added:
         raise Skip("every distractor name in the bank is already in use")
-    return rebuild_or_skip(data), SurfaceMapping()
+    return rebuild_or_skip(data, harness), SurfaceMapping()
 
 
 # ----------------------------------------------------------------------------- defaults
@@ -527,4 +527,4 @@ def tool_change_defaults(
             explicit.setdefault(tool["name"], {})[name] = copy.deepcopy(old)
     if not explicit:
         raise Skip("no tool parameter has a default that can change")
-    return rebuild_or_skip(data), SurfaceMapping(explicit_defaults=explicit)
+    return rebuild_or_skip(data, harness), SurfaceMapping(explicit_defaults=explicit)
