@@ -251,6 +251,8 @@ class VersionsView(QWidget):
         self.diff_split = QSplitter(Qt.Orientation.Horizontal)
         self.changes = QListWidget()
         self.changes.setMinimumWidth(150)
+        self.changes.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.changes.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.changes.currentRowChanged.connect(self._change_selected)
         self.diff_split.addWidget(self.changes)
         self.diff_stack = QStackedWidget()
@@ -398,7 +400,7 @@ class VersionsView(QWidget):
                     COMPONENT_ICONS.get(d.component, "skill"),
                     {"added": "success", "removed": "danger"}.get(kind, "warning"),
                 ),
-                f"{d.path}",
+                f"{d.name or d.path}\n{d.component} · {d.change}",
             )
             item.setToolTip(f"{d.change}: {d.path}")
             self.changes.addItem(item)
