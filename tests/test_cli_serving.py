@@ -84,6 +84,15 @@ def test_serve_errors_name_the_cause(tmp_path: Path) -> None:
         ["serve", "--engine", "vllm", "--model", "base", "--python", str(tmp_path / "nope/python")],
     )
     assert result.exit_code == 1 and "vllm engine's Python was not found" in flat(result.output)
+    adapter = fake_adapter_folder(tmp_path / "a")
+    assert (
+        runner.invoke(
+            app, ["models", "add-adapter", "ad", str(adapter), "--base", "base"]
+        ).exit_code
+        == 0
+    )
+    result = runner.invoke(app, ["serve", "--model", "base", "--adapter", "ad"])
+    assert result.exit_code == 1 and "cannot load a LoRA/PEFT adapter" in flat(result.output)
     result = runner.invoke(app, ["serve", "--engine", "sglang", "--model", "base"])
     assert result.exit_code == 1 and "unknown engine" in result.output
 

@@ -157,3 +157,27 @@ def test_tokenizer_counter_fallback(tmp_path: Path) -> None:
 
     count = tokenizer_counter(demo_model().folder)
     assert count is not None and 1 <= count("Hello there, how are you?") <= 10
+
+
+def test_registry_names_to_a_vllm_server_with_its_adapter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.models import RegistryError, add_folder, register_adapter
+    from core.serving.launch import server_for
+    from core.store import Store
+
+    monkeypatch.setattr("core.serving.engines.has_gpu", lambda: False)
+    with Store.open() as store:
+        add_folder(store, "base", fake_model_folder(tmp_path / "base"))
+        add_folder(store, "other", fake_model_folder(tmp_path / "other"))
+        register_adapter(store, "sft", fake_adapter_folder(tmp_path / "sft"), base="base")
+        server = server_for(store, EngineConfig("vllm", python="p"), "base", adapter="sft")
+        assert server.config.adapters == {"sft": str((tmp_path / "sft").resolve())}
+        spec = build_launch(server.config, server.model, port=1, served_name=server.served_name)
+        assert spec.model_id == "sft" and "--lora-modules" in spec.argv
+        # naming the adapter alone serves it on its base
+        assert server_for(store, EngineConfig("vllm", python="p"), "sft").model.endswith("base")
+        with pytest.raises(RegistryError, match="was trained on 'base', not 'other'"):
+            server_for(store, EngineConfig("vllm", python="p"), "other", adapter="sft")
+        with pytest.raises(EngineError, match="cannot load a LoRA/PEFT adapter"):
+            server_for(store, EngineConfig("transformers"), "base", adapter="sft")

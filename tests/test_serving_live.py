@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from core.cli.main import app
 from core.harness.demo import load_demo_harness
 from core.harness.models import Harness
-from core.models import add_folder
+from core.models import add_folder, register_adapter
 from core.runtime import AgentLoop, Bindings, ModelError, ModelReply
 from core.runtime.client import DeltaCallback, Message
 from core.runtime.trace import ModelCallStep, SkillLoadStep, ToolCallStep, TraceStatus
@@ -37,7 +37,12 @@ from core.sim.room import LiveRoom
 from core.sim.tasks import generate_tasks
 from core.store import Store
 from core.store.serving import latency_rows
-from tests.test_serving_support import demo_model, fake_model_folder, require_vllm
+from tests.test_serving_support import (
+    demo_model,
+    fake_model_folder,
+    make_lora_adapter,
+    require_vllm,
+)
 
 ENGINES = ["transformers", "vllm"]
 
@@ -166,7 +171,7 @@ def vllm_server(
 ) -> Iterator[ManagedServer]:
     python = require_vllm()
     server = ManagedServer(
-        EngineConfig("vllm", python=str(python)),
+        EngineConfig("vllm", python=str(python), runtime_lora=True),
         demo_folder,
         served_name="smollm2-demo",
         startup_timeout_s=600,
@@ -323,6 +328,34 @@ def test_vllm_metrics_expose_latency_histograms(vllm_server: ManagedServer) -> N
     ttft = hists["vllm:time_to_first_token_seconds"]
     assert ttft.count >= 1 and ttft.quantile(0.5) is not None
     assert "vllm:e2e_request_latency_seconds" in hists
+
+
+def test_vllm_serves_a_lora_adapter_loaded_at_runtime(
+    vllm_server: ManagedServer, demo_folder: str, tmp_path: Path
+) -> None:
+    """Runtime LoRA (`VLLM_ALLOW_RUNTIME_LORA_UPDATING=1`, POST /v1/load_lora_adapter) with a
+    real PEFT adapter registered in the registry; requests that name it get its outputs."""
+    adapter = make_lora_adapter(demo_folder, tmp_path / "lora")
+    with Store.open() as store:
+        add_folder(store, "demo", demo_folder)
+        record = register_adapter(store, "demo-lora", adapter, base="demo")
+    vllm_server.load_lora_adapter(record.name, record.location)
+    import httpx
+
+    listed = httpx.get(f"{vllm_server.base_url}/models", timeout=10).json()["data"]
+    assert "demo-lora" in {m["id"] for m in listed}
+
+    async def ask(model: str) -> ModelReply:
+        async with OpenAIChatClient(
+            vllm_server.base_url, model, options=GenerationOptions(max_tokens=12)
+        ) as client:
+            return await client.complete([{"role": "user", "content": "Hi!"}])
+
+    base, tuned = asyncio.run(ask(vllm_server.model_id)), asyncio.run(ask("demo-lora"))
+    assert tuned.content and tuned.timing.token_source == "usage"
+    assert tuned.content != base.content  # the adapter's (random) weights were applied
+    with pytest.raises(ServerError, match="refused adapter"):
+        vllm_server.load_lora_adapter("broken", str(tmp_path / "missing"))
 
 
 # ----------------------------------------------------------------------------- CLI

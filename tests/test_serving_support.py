@@ -122,3 +122,29 @@ def fake_adapter_folder(root: Path, base: str = "base") -> Path:
     (root / "adapter_config.json").write_text(json.dumps(config))
     write_safetensors(root / "adapter_model.safetensors", {"lora_A.weight": ("F32", [8, 4])})
     return root
+
+
+_MAKE_LORA = """
+import sys, torch
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForCausalLM
+torch.manual_seed(0)
+model = AutoModelForCausalLM.from_pretrained(sys.argv[1], dtype=torch.float32)
+config = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"],
+                    init_lora_weights=False)  # random B: the adapter visibly changes outputs
+get_peft_model(model, config).save_pretrained(sys.argv[2])
+"""
+
+
+def make_lora_adapter(base: str | Path, out: Path) -> Path:
+    """A real (random) PEFT LoRA adapter of `base`, made by a child process (torch + peft)."""
+    import subprocess
+    import sys
+
+    subprocess.run(
+        [sys.executable, "-c", _MAKE_LORA, str(base), str(out)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    return out

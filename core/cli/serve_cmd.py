@@ -80,6 +80,7 @@ def start_server(
 ) -> ManagedServer:
     """Start a server for a registered model (the demo model by default), or fail clearly."""
     from core.models import DEMO_MODEL_NAME, RegistryError
+    from core.serving.engines import EngineError
     from core.serving.launch import server_for
     from core.serving.server import ServerError
 
@@ -96,6 +97,8 @@ def start_server(
     except RegistryError as exc:
         hint = " (run: hat models add-demo)" if name == DEMO_MODEL_NAME else ""
         fail(f"{exc}{hint}")
+    except EngineError as exc:
+        fail(str(exc))
     if not quiet:
         err_console.print(f"starting {config.engine} for {name} ...", markup=False)
     started = time.monotonic()

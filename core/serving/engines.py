@@ -6,9 +6,9 @@ Two engines, both OpenAI-compatible over HTTP (DESIGN.md §3, Serving):
   GPU. Started as `PYTHON -m transformers.cli.transformers serve FOLDER --host 127.0.0.1
   --port P --device D --dtype T`; the folder is preloaded before the port opens and is the
   model id requests must name. Endpoints: POST /v1/chat/completions (streaming; usage in the
-  last chunk), GET /v1/models, GET /health. An adapter is served by pointing it at the PEFT
-  folder (transformers loads `base_model_name_or_path` from adapter_config.json and applies
-  the adapter; needs `peft` in that env).
+  last chunk), GET /v1/models, GET /health. It loads full model folders only (AutoConfig from
+  the folder): a PEFT adapter folder fails with "Unrecognized model", so adapters are refused
+  here with a clear message; serve them with vLLM, or serve a merged model.
 * `vllm` — the GPU engine, in its own virtual environment (scripts/setup-vllm.sh; its
   torch/transformers pins conflict with TRL's). Started as `PYTHON -m
   vllm.entrypoints.openai.api_server --model FOLDER --served-model-name NAME ...` (the `vllm`
@@ -103,8 +103,12 @@ class EngineConfig:
             raise EngineError(f"unknown engine {self.engine!r}; engines: {', '.join(ENGINES)}")
         if self.engine == "transformers" and (self.tool_parser or self.runtime_lora):
             raise EngineError("tool parsers and runtime LoRA are vLLM options")
-        if self.engine == "transformers" and len(self.adapters) > 1:
-            raise EngineError("transformers serve serves one model: at most one adapter")
+        if self.engine == "transformers" and self.adapters:
+            raise EngineError(
+                "transformers serve cannot load a LoRA/PEFT adapter (it needs a full model "
+                "folder): serve the adapter with --engine vllm, or serve the merged model that "
+                "training registers"
+            )
 
     @property
     def interpreter(self) -> str:
@@ -138,8 +142,6 @@ def build_launch(
         env.setdefault("HF_HUB_OFFLINE", "1")  # a local folder never needs the hub
     if config.engine == "transformers":
         target = model
-        if config.adapters:
-            target = next(iter(config.adapters.values()))
         argv = [
             python,
             "-m",

@@ -2,8 +2,8 @@
 
 A base or merged model is served from its folder (or hub id). An adapter is served on top of
 its base: vLLM gets `--model BASE --enable-lora --lora-modules NAME=FOLDER` and requests name
-the adapter; transformers serve is pointed at the adapter folder (PEFT loads the base named in
-adapter_config.json).
+the adapter. transformers serve loads full folders only, so an adapter there is refused
+(EngineError) in favour of the merged model training registers.
 """
 
 from __future__ import annotations
