@@ -28,7 +28,11 @@ def _is_oom(exc: BaseException) -> bool:
     if isinstance(exc, MemoryError):
         return True
     name = type(exc).__name__
-    return name == "OutOfMemoryError" or "out of memory" in str(exc).lower()
+    text = str(exc).lower()
+    return name == "OutOfMemoryError" or any(
+        marker in text
+        for marker in ("out of memory", "can't allocate memory", "cannot allocate memory")
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

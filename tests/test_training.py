@@ -1,0 +1,304 @@
+"""The real stages on the real demo model (SmolLM2-135M-Instruct), on CPU, a few steps each.
+
+- SFT overfits 4 rows (loss falls by more than half), the adapter is registered, loads back
+  and generates; the assistant-only mask is checked token by token on a real row.
+- A run killed (SIGKILL) after a checkpoint is failed with the signal named; `resume`
+  continues from the checkpoint and the step count and metric curve have no gap or repeat.
+- The pipeline runs SFT -> OPD -> RL: OPD and RL complete and log their metrics (RL: every
+  reward component), every stage's adapter is registered, the last one generates.
+
+CPU budget: rows use the compact harness prompt (`system_prompt: compact`, ~170 tokens instead
+of the demo's ~2.5k) and `max_length` 256, batch 2-4, 2-8 steps. The demo model is imported
+once per test process (HAT_TEST_MODEL_CACHE=<folder> keeps it between runs).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import tempfile
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from core.cli.main import app
+from core.store import Store
+from core.store.training import run_checkpoints, run_events
+from core.train.config import detect_environment, parse_pipeline, parse_stage
+from core.train.events import effective_logs, events_path, read_events
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
+
+BASE = "smollm2-135m-instruct"
+runner = CliRunner()
+
+
+@cache
+def demo_folder() -> Path:
+    """The demo model imported with the registry's own `add_demo` (once per process)."""
+    from core.models import add_demo
+
+    cached = os.environ.get("HAT_TEST_MODEL_CACHE")
+    if cached:
+        home = Path(cached).expanduser()
+        home.mkdir(parents=True, exist_ok=True)
+    else:
+        home = Path(tempfile.mkdtemp(prefix="hat-train-model-"))
+        atexit.register(shutil.rmtree, home, True)
+    previous = os.environ.get("HAT_HOME")
+    os.environ["HAT_HOME"] = str(home)
+    try:
+        with Store.open(home / "hat.db") as store:
+            record, _ = add_demo(store)
+    finally:
+        if previous is None:
+            os.environ.pop("HAT_HOME", None)
+        else:
+            os.environ["HAT_HOME"] = previous
+    return Path(record.location)
+
+
+@pytest.fixture(autouse=True)
+def no_orphans() -> Any:
+    """Kill any stage child a failing test left running (they run in their own sessions)."""
+    yield
+    from core.store.training import list_runs
+
+    with Store.open() as store:
+        for run in list_runs(store):
+            if run.pid is not None and not run.finished:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(run.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def base_model() -> str:
+    """The demo model registered (as a folder) in this test's home; returns its name."""
+    from core.models import add_folder
+
+    folder = demo_folder()
+    with Store.open() as store:
+        add_folder(store, BASE, folder)
+    return BASE
+
+
+@pytest.fixture
+def rows(tmp_path: Path) -> Path:
+    """4 real SFT rows: the demo harness stored as a version, the oracle as the teacher."""
+    from core.harness.demo import demo_harness_path
+
+    result = runner.invoke(app, ["harness", "import", str(demo_harness_path()), "-m", "demo"])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "sft.jsonl"
+    result = runner.invoke(
+        app,
+        ["data", "generate", "--teacher", "oracle", "--tasks", "train", "--per-category", "1",
+         "--variants", "1", "--sampler", "hsa", "--harness-version", "head", "--out", str(out),
+         "-j", "1"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    four = tmp_path / "sft4.jsonl"
+    four.write_text("".join(out.read_text().splitlines(keepends=True)[:4]))
+    return four
+
+
+def sft_config(data: Path, **extra: Any) -> Any:
+    settings = {
+        "model": BASE,
+        "data": [str(data)],
+        "system_prompt": "compact",
+        "max_length": 256,
+        "per_device_batch_size": 2,
+        "learning_rate": 2e-3,
+        "lr_scheduler": "constant",
+        "save_steps": 100,
+        **extra,
+    }
+    return parse_stage(settings, "sft")
+
+
+def generate(adapter: Path, base: Path, n: int = 4) -> str:
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(adapter)
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), adapter)
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "how much is link 7?"}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+    inputs = tokenizer(text, return_tensors="pt", add_special_tokens=False)
+    out = model.generate(**inputs, max_new_tokens=n, do_sample=False)
+    new = out[0][inputs["input_ids"].shape[1] :]
+    assert len(new) >= 1
+    return str(tokenizer.decode(new))
+
+
+def test_assistant_mask_on_a_real_row(rows: Path) -> None:
+    import json
+
+    from transformers import AutoTokenizer
+
+    from training.sft import tokenize_with_mask, trl_can_mask
+
+    tokenizer = AutoTokenizer.from_pretrained(demo_folder())
+    assert not trl_can_mask(tokenizer)  # SmolLM2's template: no generation markers, no patch
+    row = json.loads(rows.read_text().splitlines()[0])
+    item = tokenize_with_mask(tokenizer, {"messages": row["messages"]})
+    ids, mask = item["input_ids"], item["assistant_masks"]
+    # Contiguous masked runs decode to exactly the assistant messages, each with its end token.
+    runs, current = [], []
+    for token, bit in zip(ids, mask, strict=True):
+        if bit:
+            current.append(token)
+        elif current:
+            runs.append(current)
+            current = []
+    if current:
+        runs.append(current)
+    decoded = [tokenizer.decode(r) for r in runs]
+    expected = [m["content"] + "<|im_end|>\n" for m in row["messages"] if m["role"] == "assistant"]
+    assert decoded == expected
+    assert tokenizer.decode(ids) == tokenizer.apply_chat_template(row["messages"], tokenize=False)
+
+
+def test_sft_loss_falls_and_the_adapter_generates(base_model: str, rows: Path) -> None:
+    from core.models import get
+    from core.train.runs import run_stage
+
+    config = sft_config(rows, max_steps=8, output_name="sft-overfit")
+    with Store.open() as store:
+        run = run_stage(store, config, detect_environment())
+        assert run.status == "done", run.reason
+        logs = run_events(store, run.id, kind="log")
+        assert [e["step"] for e in logs] == list(range(1, 9))
+        losses = [e["loss"] for e in logs]
+        assert losses[-1] < 0.5 * losses[0], losses
+        for event in logs:
+            assert event["total"] == 8 and event["learning_rate"] == pytest.approx(2e-3)
+            assert event["grad_norm"] > 0 and event["elapsed_s"] > 0 and event["eta_s"] >= 0
+        assert all(e["tokens_per_s"] > 0 for e in logs[1:])
+        phases = [e["phase"] for e in run_events(store, run.id, kind="phase")]
+        assert phases == ["loading", "training", "saving", "done"]
+        info = {k: v for e in run_events(store, run.id, kind="info") for k, v in e.items()}
+        assert info["mask"].startswith("prefix spans") and info["rows_usable"] == 4
+        assert run.harness_version and run.dataset_hash and run.code_revision
+        assert run.packages["trl"] and run.packages["torch"]
+        assert run.outputs["registered"] == ["sft-overfit"]
+        record = get(store, "sft-overfit")
+        assert record.kind == "adapter" and record.base == BASE
+    assert generate(Path(record.location), demo_folder())
+
+
+def test_resume_after_kill_continues_steps_and_curve(base_model: str, rows: Path) -> None:
+    from core.train.runs import prepare, resume, start, watch
+
+    config = sft_config(rows, max_steps=6, save_steps=2, learning_rate=1e-3,
+                        output_name="sft-resume")  # fmt: skip
+    with Store.open() as store:
+        run = prepare(store, config, detect_environment())
+        proc = start(store, run.id)
+        path = events_path(Path(run.run_dir))
+        deadline = time.monotonic() + 600
+        checkpoint = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            events, _ = read_events(path)
+            steps = [e["step"] for e in events if e["event"] == "log"]
+            saved = [e["step"] for e in events if e["event"] == "checkpoint"]
+            if saved and steps and max(steps) > max(saved):
+                checkpoint = max(saved)
+                break
+            time.sleep(0.1)
+        assert checkpoint is not None, "no checkpoint before the deadline"
+        os.killpg(proc.pid, signal.SIGKILL)
+        run = watch(store, run.id, proc)
+        assert run.status == "failed" and "killed by SIGKILL" in (run.reason or "")
+        killed_logs = {e["step"]: e["loss"] for e in run_events(store, run.id, kind="log")}
+
+        proc = resume(store, run.id)
+        run = watch(store, run.id, proc)
+        assert run.status == "done", run.reason
+        events, _ = read_events(path)
+        resumes = [e for e in events if e["event"] == "resume"]
+        assert [e["from_step"] for e in resumes] == [checkpoint]
+        curve = effective_logs(events)
+        assert [e["step"] for e in curve] == list(range(1, 7))  # no gap, no repeat
+        stored = run_events(store, run.id, kind="log")
+        assert [e["step"] for e in stored] == list(range(1, 7))
+        superseded = [
+            e["step"]
+            for e in run_events(store, run.id, kind="log", include_superseded=True)
+            if e not in stored
+        ]
+        assert superseded and all(s > checkpoint for s in superseded)
+        # The resumed process recomputes the replaced step from the same state and data.
+        redone = {e["step"]: e["loss"] for e in curve if e["step"] in killed_logs}
+        for step, loss in redone.items():
+            assert loss == pytest.approx(killed_logs[step], rel=1e-3), step
+        seqs = [e["seq"] for e in events]
+        assert seqs == sorted(seqs) and len(seqs) == len(set(seqs))
+        assert [c.step for c in run_checkpoints(store, run.id)][:1] == [2]
+        assert run.outputs["registered"] == ["sft-resume"]
+
+
+def test_pipeline_sft_opd_rl(base_model: str, rows: Path) -> None:
+    from core.models import get
+    from core.store.training import list_runs
+    from core.train.pipeline import run_pipeline
+
+    config = parse_pipeline(
+        {
+            "model": BASE,
+            "name": "hat",
+            "sft": {"data": [str(rows)], "system_prompt": "compact", "max_length": 256,
+                    "per_device_batch_size": 2, "max_steps": 2, "save_steps": 100},
+            "opd": {"max_prompts": 4, "max_steps": 2, "per_device_batch_size": 2,
+                    "max_completion_length": 8, "save_steps": 100},
+            "rl": {"per_category": 1, "system_prompt": "compact", "turn": "first",
+                   "sampler": "hsa", "max_steps": 2, "per_device_batch_size": 4,
+                   "num_generations": 4, "max_completion_length": 16, "save_steps": 100},
+        }
+    )  # fmt: skip
+    with Store.open() as store:
+        pipeline = run_pipeline(store, config, detect_environment())
+        stages = list_runs(store, parent=pipeline.id)
+        assert pipeline.status == "done", (pipeline.reason, [(s.id, s.reason) for s in stages])
+        assert [s.stage for s in stages] == ["sft", "opd", "rl"]
+        assert all(s.status == "done" for s in stages)
+        sft, opd, rl = stages
+        # Each stage continues the previous adapter; OPD's teacher is the base model.
+        assert parse_stage_of(opd)["adapter"] == sft.outputs["adapter"]
+        assert parse_stage_of(opd)["teacher"] == str(demo_folder().resolve())
+        assert parse_stage_of(rl)["adapter"] == opd.outputs["adapter"]
+
+        opd_logs = run_events(store, opd.id, kind="log")
+        assert [e["step"] for e in opd_logs] == [1, 2]
+        assert all("loss" in e and "completions/mean_length" in e["metrics"] for e in opd_logs)
+        rl_logs = run_events(store, rl.id, kind="log")
+        assert [e["step"] for e in rl_logs] == [1, 2]
+        components = {"accuracy", "effectiveness", "tool_rationality", "skill_selection", "length"}
+        for event in rl_logs:
+            assert set(event["rewards"]) == components
+            assert "reward" in event["metrics"] and "loss" in event
+        info = {k: v for e in run_events(store, rl.id, kind="info") for k, v in e.items()}
+        assert info["sampler"] == "hsa" and info["fault_rate"] > 0 and info["groups"] >= 2
+        for stage in ("sft", "opd", "rl"):
+            record = get(store, f"hat-{stage}")
+            assert record.kind == "adapter" and record.base == BASE
+        assert pipeline.outputs["final"]["adapter"] == rl.outputs["adapter"]
+    assert generate(Path(rl.outputs["adapter"]), demo_folder())
+
+
+def parse_stage_of(run: Any) -> dict[str, Any]:
+    import yaml
+
+    data: dict[str, Any] = yaml.safe_load((Path(run.run_dir) / "config.yaml").read_text())
+    return data
