@@ -87,6 +87,21 @@ def test_param_renames_keep_binding_names_and_hooks() -> None:
             assert props == {flat.get("link_no", "link_no"), flat.get("link_nos", "link_nos")}
 
 
+def test_param_order_really_reorders() -> None:
+    t = by_name("tool_param_order")
+    orders = set()
+    for seed in range(10):
+        out, _ = t(demo(), random.Random(seed), load_bank(BankName.TRAIN))
+        tool = out.tool("search_products")
+        assert tool is not None
+        orders.add(tuple(tool.parameters["properties"]))
+        assert any(
+            list(a.parameters["properties"]) != list(b.parameters["properties"])
+            for a, b in zip(demo().tools, out.tools, strict=True)
+        )
+    assert len(orders) >= 3
+
+
 def test_tool_renames_reach_matchers_and_skills() -> None:
     out, mapping = by_name("tool_rename_semantic")(
         demo(), rng_for("x", 3), load_bank(BankName.HELDOUT)

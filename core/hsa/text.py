@@ -579,7 +579,7 @@ def build_harness(data: dict[str, Any], base: Harness | None = None) -> Harness:
         if not isinstance(raw, dict):
             return None
         hit = shared.get(section, {}).get(raw.get("name", ""))
-        return hit[0] if hit is not None and hit[1] == raw else None
+        return hit[0] if hit is not None and _same(hit[1], raw) else None
 
     skills = [reuse("skills", raw) or raw for raw in data.get("skills", [])]
     tools: list[Any] = []
@@ -620,6 +620,18 @@ def build_harness(data: dict[str, Any], base: Harness | None = None) -> Harness:
         for hook, real in zip(probe.hooks, real_hooks, strict=True)
     ]
     return probe.model_copy(update={"tools": final_tools, "hooks": final_hooks})
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal data *and* the same order of every dict's keys (a reordered schema is a change,
+    though `==` says the dicts are equal), and the same types (`1` is not `True`)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 def _is_param(harness: Harness, name: str) -> bool:
