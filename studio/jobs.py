@@ -136,13 +136,16 @@ class Jobs(QObject):
                 raise
 
     def shutdown(self) -> None:
-        """Cancel queued work and pending asyncio tasks; running threads finish on their own."""
+        """Cancel queued work and pending asyncio tasks, then wait for running jobs."""
         self._closed = True
         for task in list(self._tasks):
             task.cancel()
         self._tasks.clear()
-        self._pool.shutdown(wait=False, cancel_futures=True)
         self._callbacks.clear()
+        # Wait for the jobs already running (a store write finishes its transaction; none of
+        # them runs long): a worker thread still alive while Python and Qt tear down could
+        # touch Qt objects that are gone.
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 _jobs: Jobs | None = None

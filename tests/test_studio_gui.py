@@ -52,6 +52,7 @@ def open_studio(
 
 
 def shut(win) -> None:  # type: ignore[no-untyped-def]
+    idle()
     win._closing_ok = True
     win.close()
     reset_jobs()
