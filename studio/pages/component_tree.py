@@ -240,11 +240,12 @@ class ComponentTree(QWidget):
         it = self._find(kind, key)
         if it is None:
             return False
+        already = self.tree.currentItem() is it
         if not emit:
             self._building = True
-        self.tree.setCurrentItem(it)
+        self.tree.setCurrentItem(it)  # emits `selected` through currentItemChanged
         self._building = False
-        if emit and self.tree.currentItem() is it:
+        if emit and already:  # no change signal when it was current already
             self.selected.emit(kind, key)
         return True
 
