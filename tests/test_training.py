@@ -7,9 +7,10 @@
 - The pipeline runs SFT -> OPD -> RL: OPD and RL complete and log their metrics (RL: every
   reward component), every stage's adapter is registered, the last one generates.
 
-CPU budget: rows use the compact harness prompt (`system_prompt: compact`, ~170 tokens instead
-of the demo's ~2.5k) and `max_length` 256, batch 2-4, 2-8 steps. The demo model is imported
-once per test process (HAT_TEST_MODEL_CACHE=<folder> keeps it between runs).
+CPU budget: rows use the compact harness prompt (`system_prompt: compact`, ~200 tokens instead
+of the demo's ~2.5k) and `max_length` 288 (the first assistant turn of every row fits), batch
+2-4, 2-8 steps. The demo model is imported once per test process (HAT_TEST_MODEL_CACHE=<folder>
+keeps it between runs).
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def sft_config(data: Path, **extra: Any) -> Any:
         "model": BASE,
         "data": [str(data)],
         "system_prompt": "compact",
-        "max_length": 256,
+        "max_length": 288,
         "per_device_batch_size": 2,
         "learning_rate": 2e-3,
         "lr_scheduler": "constant",
@@ -174,7 +175,7 @@ def test_sft_loss_falls_and_the_adapter_generates(base_model: str, rows: Path) -
     from core.models import get
     from core.train.runs import run_stage
 
-    config = sft_config(rows, max_steps=8, output_name="sft-overfit")
+    config = sft_config(rows, max_steps=8, output_name="sft-overfit", merge=True)
     with Store.open() as store:
         run = run_stage(store, config, detect_environment())
         assert run.status == "done", run.reason
@@ -192,60 +193,90 @@ def test_sft_loss_falls_and_the_adapter_generates(base_model: str, rows: Path) -
         assert info["mask"].startswith("prefix spans") and info["rows_usable"] == 4
         assert run.harness_version and run.dataset_hash and run.code_revision
         assert run.packages["trl"] and run.packages["torch"]
-        assert run.outputs["registered"] == ["sft-overfit"]
+        assert run.outputs["registered"] == ["sft-overfit", "sft-overfit-merged"]
         record = get(store, "sft-overfit")
         assert record.kind == "adapter" and record.base == BASE
+        merged = get(store, "sft-overfit-merged")
+        assert merged.kind == "merged" and merged.base == BASE
     assert generate(Path(record.location), demo_folder())
 
 
-def test_resume_after_kill_continues_steps_and_curve(base_model: str, rows: Path) -> None:
-    from core.train.runs import prepare, resume, start, watch
+def wait_for(path: Path, proc: Any, ready: Any, timeout: float = 1200) -> list[dict[str, Any]]:
+    """Poll the event stream until `ready(events)` holds (or the child ends / time runs out)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        events, _ = read_events(path)
+        if ready(events):
+            return events
+        time.sleep(0.1)
+    raise AssertionError("the event did not come before the child ended or the deadline")
+
+
+def test_kill_stop_and_resume_continue_steps_and_curve(base_model: str, rows: Path) -> None:
+    """SIGKILL after a checkpoint -> failed; resume; stop -> stopped (saved); resume -> done.
+    One metric curve 1..6 throughout: no gap, no repeated step."""
+    from core.train.runs import prepare, resume, start, stop, watch
 
     config = sft_config(rows, max_steps=6, save_steps=2, learning_rate=1e-3,
                         output_name="sft-resume")  # fmt: skip
+
+    def steps(events: list[dict[str, Any]], kind: str) -> list[int]:
+        return [e["step"] for e in events if e["event"] == kind]
+
     with Store.open() as store:
         run = prepare(store, config, detect_environment())
-        proc = start(store, run.id)
         path = events_path(Path(run.run_dir))
-        deadline = time.monotonic() + 600
-        checkpoint = None
-        while time.monotonic() < deadline and proc.poll() is None:
-            events, _ = read_events(path)
-            steps = [e["step"] for e in events if e["event"] == "log"]
-            saved = [e["step"] for e in events if e["event"] == "checkpoint"]
-            if saved and steps and max(steps) > max(saved):
-                checkpoint = max(saved)
-                break
-            time.sleep(0.1)
-        assert checkpoint is not None, "no checkpoint before the deadline"
+        proc = start(store, run.id)
+        events = wait_for(
+            path,
+            proc,
+            lambda ev: (
+                steps(ev, "checkpoint") and max(steps(ev, "log")) > max(steps(ev, "checkpoint"))
+            ),
+        )
+        checkpoint = max(steps(events, "checkpoint"))
         os.killpg(proc.pid, signal.SIGKILL)
         run = watch(store, run.id, proc)
         assert run.status == "failed" and "killed by SIGKILL" in (run.reason or "")
         killed_logs = {e["step"]: e["loss"] for e in run_events(store, run.id, kind="log")}
 
         proc = resume(store, run.id)
+        seen = len(read_events(path)[0])
+        wait_for(path, proc, lambda ev: any(e["event"] == "log" for e in ev[seen:]))
+        stop(store, run.id)
+        run = watch(store, run.id, proc)
+        assert run.status == "stopped", run.reason
+        stopped_at = run.step
+        assert stopped_at < 6 and Path(run.outputs["adapter"]).is_dir()
+        assert stopped_at in [c.step for c in run_checkpoints(store, run.id)]
+        assert not run.outputs.get("registered")  # only a finished run is registered
+
+        proc = resume(store, run.id)
         run = watch(store, run.id, proc)
         assert run.status == "done", run.reason
         events, _ = read_events(path)
-        resumes = [e for e in events if e["event"] == "resume"]
-        assert [e["from_step"] for e in resumes] == [checkpoint]
+        assert [e["from_step"] for e in events if e["event"] == "resume"] == [
+            checkpoint,
+            stopped_at,
+        ]
         curve = effective_logs(events)
         assert [e["step"] for e in curve] == list(range(1, 7))  # no gap, no repeat
         stored = run_events(store, run.id, kind="log")
         assert [e["step"] for e in stored] == list(range(1, 7))
-        superseded = [
+        replaced = [
             e["step"]
             for e in run_events(store, run.id, kind="log", include_superseded=True)
             if e not in stored
         ]
-        assert superseded and all(s > checkpoint for s in superseded)
-        # The resumed process recomputes the replaced step from the same state and data.
-        redone = {e["step"]: e["loss"] for e in curve if e["step"] in killed_logs}
-        for step, loss in redone.items():
-            assert loss == pytest.approx(killed_logs[step], rel=1e-3), step
+        assert replaced and all(s > checkpoint for s in replaced)
+        # The resumed process recomputes the replaced steps from the same state and data.
+        for event in curve:
+            if checkpoint < event["step"] <= max(killed_logs):
+                assert event["loss"] == pytest.approx(killed_logs[event["step"]], rel=1e-3)
         seqs = [e["seq"] for e in events]
         assert seqs == sorted(seqs) and len(seqs) == len(set(seqs))
-        assert [c.step for c in run_checkpoints(store, run.id)][:1] == [2]
+        phases = [e["phase"] for e in events if e["event"] == "phase"]
+        assert phases.count("loading") == 3 and phases[-1] == "done" and "stopped" in phases
         assert run.outputs["registered"] == ["sft-resume"]
 
 
@@ -258,7 +289,7 @@ def test_pipeline_sft_opd_rl(base_model: str, rows: Path) -> None:
         {
             "model": BASE,
             "name": "hat",
-            "sft": {"data": [str(rows)], "system_prompt": "compact", "max_length": 256,
+            "sft": {"data": [str(rows)], "system_prompt": "compact", "max_length": 288,
                     "per_device_batch_size": 2, "max_steps": 2, "save_steps": 100},
             "opd": {"max_prompts": 4, "max_steps": 2, "per_device_batch_size": 2,
                     "max_completion_length": 8, "save_steps": 100},

@@ -350,30 +350,34 @@ class StageContext:
     def save(
         self, trainer: Any, config: StageConfig, tokenizer: Any, outcome: str
     ) -> dict[str, str]:
-        """Write the adapter (and merged model) or the full model; the output event."""
+        """Write the adapter (and merged model) or the full model; the output event.
+
+        `Trainer.save_model` runs on every process (FSDP / ZeRO-3 gather the weights) and
+        writes on the main one. The merged model is built on the main process from a fresh
+        copy of the base and the saved adapter, so merging never touches a sharded model.
+        """
         self.writer.phase("saving")
+        target = self.run_dir / ("adapter" if config.method == "lora" else "model")
+        trainer.save_model(str(target))
         outputs: dict[str, str] = {}
-        model = trainer.model
-        if trainer.accelerator is not None:
-            model = trainer.accelerator.unwrap_model(model)
         if not trainer.is_world_process_zero():
-            trainer.accelerator.wait_for_everyone()
             return outputs
-        if config.method == "lora":
-            adapter = self.run_dir / "adapter"
-            model.save_pretrained(str(adapter))
-            tokenizer.save_pretrained(str(adapter))
-            outputs["adapter"] = str(adapter)
-            if config.merge and outcome == "done":
-                merged_dir = self.run_dir / "merged"
-                merged = model.merge_and_unload()
-                merged.save_pretrained(str(merged_dir))
-                tokenizer.save_pretrained(str(merged_dir))
-                outputs["merged"] = str(merged_dir)
-        else:
-            target = self.run_dir / "model"
-            trainer.save_model(str(target))
-            tokenizer.save_pretrained(str(target))
-            outputs["model"] = str(target)
+        tokenizer.save_pretrained(str(target))
+        outputs["adapter" if config.method == "lora" else "model"] = str(target)
+        if config.method == "lora" and config.merge and outcome == "done":
+            assert config.model is not None
+            outputs["merged"] = str(merge_adapter(config.model, target, self.run_dir / "merged"))
         self.writer.emit("output", **outputs)
         return outputs
+
+
+def merge_adapter(base: str, adapter: Path, out: Path) -> Path:
+    """base + adapter weights folded in, saved with the tokenizer (fp32 on CPU)."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), str(adapter))
+    merged = model.merge_and_unload()
+    merged.save_pretrained(str(out))
+    AutoTokenizer.from_pretrained(str(adapter)).save_pretrained(str(out))
+    return out

@@ -7,8 +7,8 @@ tool results as the harness's protocol renders them) plus `tools` and provenance
 known roles, and at least one assistant message has content. `load_sft_rows` says why each
 dropped row was dropped; zero usable rows is a `DataError` (the run fails with that reason).
 
-**Compact system prompt** (`system_prompt: compact`): the persona's first line, the skill
-names, one line per tool (name and parameters) and the call syntax: ~100 tokens instead of the
+**Compact system prompt** (`system_prompt: compact`): one persona line, the skill
+names, the tools with their parameters and the call syntax: ~200 tokens instead of the
 demo's ~2.5k. It exists so CPU experiments and tests can train on short rows; a model trained
 on it has not seen the served prompt, so never use it for a model you deploy.
 
@@ -121,8 +121,8 @@ def chat_row(row: dict[str, Any], *, system_prompt: str = "full") -> dict[str, A
 
 def compact_system_prompt(tools: Sequence[dict[str, Any]], *, loader: str | None = None) -> str:
     """A short system prompt naming the tools, skills and the call syntax (module doc)."""
-    lines = ["You are the live-stream shopping host. Answer the viewer's message."]
-    tool_lines = []
+    lines = ["You are the live-stream shopping host."]
+    calls = []
     skills: list[str] = []
     for spec in tools:
         fn = spec.get("function", spec) if isinstance(spec, dict) else {}
@@ -135,15 +135,14 @@ def compact_system_prompt(tools: Sequence[dict[str, Any]], *, loader: str | None
         if name == loader:
             enum = (params.get("name") or {}).get("enum")
             skills = [str(s) for s in enum] if isinstance(enum, list) else []
-        tool_lines.append(f"- {name}({', '.join(params)})")
+        calls.append(f"{name}({', '.join(params)})")
     if skills and loader:
-        lines.append(f"Skills (load one with {loader} before replying): {', '.join(skills)}.")
-    if tool_lines:
-        lines.append("Tools:")
-        lines.extend(tool_lines)
+        lines.append(f"Skills (load with {loader} before replying): {', '.join(skills)}.")
+    if calls:
+        lines.append("Tools: " + "; ".join(calls) + ".")
     lines.append(
         'Call tools as <tool_call>{"name": "...", "arguments": {...}}</tool_call>; '
-        "write the final reply as plain text."
+        "reply in plain text."
     )
     return "\n".join(lines)
 
