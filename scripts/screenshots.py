@@ -68,8 +68,9 @@ def main() -> int:
     def idle() -> None:
         from studio.jobs import jobs
 
-        wait(lambda: jobs().running == 0)
-        spin(150)
+        for _ in range(2):  # queued timers may start more jobs
+            wait(lambda: jobs().running == 0)
+            spin(100)
         win.toast.hide()
 
     def grab(name: str) -> None:
@@ -172,6 +173,7 @@ def main() -> int:
     def versions() -> None:
         win.show_page("harness")
         page.tabs.setCurrentIndex(1)
+        wait(lambda: len(page.versions.versions) >= 3)
         idle()
         page.versions.select_version(page.versions.versions[1].id)
         idle()

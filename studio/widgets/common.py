@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import QEasingCurve, QPropertyAnimation, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QFontInfo, QTextCharFormat, QTextCursor
+from PySide6.QtGui import QFont, QFontInfo, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFrame,
@@ -363,12 +363,13 @@ def set_markdown(browser: QTextBrowser, text: str) -> None:
             cursor.setPosition(
                 block.position() + max(0, block.length() - 1), QTextCursor.MoveMode.KeepAnchor
             )
-            fmt = QTextCharFormat()
-            fmt.setProperty(
-                QTextCharFormat.Property.FontPixelSize, round(base * HEADING_SCALE.get(level, 1.0))
-            )
-            fmt.setProperty(QTextCharFormat.Property.FontSizeAdjustment, 0)
-            cursor.mergeCharFormat(fmt)
+            it = block.begin()
+            fmt = it.fragment().charFormat() if not it.atEnd() else QTextCharFormat()
+            # the importer sizes headings by "size adjustment" (up to xx-large): replace it
+            fmt.clearProperty(QTextCharFormat.Property.FontSizeAdjustment)
+            fmt.setFontPointSize(base * HEADING_SCALE.get(level, 1.0) * 0.75)  # px -> pt
+            fmt.setFontWeight(QFont.Weight.DemiBold)
+            cursor.setCharFormat(fmt)
             bf = block.blockFormat()
             bf.setTopMargin(10 if level > 1 else 4)
             bf.setBottomMargin(4)
