@@ -138,6 +138,12 @@ def check(
     problem = compare(req.decisions, decisions(harness, remapped, req.reference))
     if problem is not None:
         return problem
+    return _limits_problem(req, harness, remapped)
+
+
+def _limits_problem(req: _Requirements, harness: Harness, remapped: Trajectory) -> str | None:
+    """Budget, turn limit and the hooks the trajectory needs on (the part of `check` that
+    does not compare decisions)."""
     settings, before = harness.settings, req.original.settings
     if settings.retry_budget < req.blocks:
         return (
@@ -197,7 +203,7 @@ def prepare(harness: Harness, trajectory: Trajectory | Trace) -> _Requirements:
     if problems:
         raise AugmentError(problems)
     req = _requirements(harness, gold, trace, base)
-    problem = check(req, harness, MappingChain(), gold, gold)
+    problem = _limits_problem(req, harness, gold)
     if problem is not None:
         raise AugmentError([f"the trajectory does not hold under its own harness: {problem}"])
     return req

@@ -147,16 +147,18 @@ def decisions(
         or ref.trajectory.viewer_message != viewer
     ):
         ref = None
-    same_tool_hooks = same_reply_hooks = same_input_hooks = False
+    same_tool_hooks = fewer_reply_hooks = same_input_hooks = False
+    reply_hook_names: set[str] = set()
     ref_items: list[Decision] = []
     if ref is not None:
         ref_items = ref.decisions
         same_tool_hooks = _static_hooks(harness, HookEvent.BEFORE_TOOL) == _static_hooks(
             ref.harness, HookEvent.BEFORE_TOOL
         )
-        same_reply_hooks = _static_hooks(harness, HookEvent.BEFORE_REPLY) == _static_hooks(
-            ref.harness, HookEvent.BEFORE_REPLY
-        )
+        reply_hooks = _static_hooks(harness, HookEvent.BEFORE_REPLY)
+        ref_reply_hooks = _static_hooks(ref.harness, HookEvent.BEFORE_REPLY)
+        fewer_reply_hooks = all(sig in ref_reply_hooks for sig in reply_hooks)
+        reply_hook_names = {sig[0] for sig in reply_hooks}
         same_input_hooks = _static_hooks(harness, HookEvent.ON_INPUT) == _static_hooks(
             ref.harness, HookEvent.ON_INPUT
         )
@@ -208,11 +210,16 @@ def decisions(
                 out.append(decision)
             continue
         where = f"turn {t} reply"
-        if ref is not None and same_reply_hooks and skills_alike and old_turn is not None:
+        if ref is not None and fewer_reply_hooks and skills_alike and old_turn is not None:
             found = ref_items[len(out)] if len(out) < len(ref_items) else None
             if found is not None and found.where == where and old_turn.content == turn.content:
-                out.append(found)
-                continue
+                # the variant runs the reference's checks or a subset of them: an accepted
+                # reply stays accepted; a blocked one stays blocked if its blocker is still on
+                # (it was the first to block, so it still is)
+                blocker = found.detail.split(":", 1)[0]
+                if found.what == "accepted" or blocker in reply_hook_names:
+                    out.append(found)
+                    continue
         reply = HookInput(
             event=HookEvent.BEFORE_REPLY,
             request_id="verify",
