@@ -183,6 +183,8 @@ class MappingChain(BaseModel):
         return call
 
     def inverse_call(self, call: ToolCall) -> ToolCall:
+        if not self.steps:
+            return call
         outputs = [*self.loaders[1:], self._final_loader()]
         for step, loader in zip(reversed(self.steps), reversed(outputs), strict=True):
             call = step.inverse_call(call, loader)
