@@ -919,11 +919,14 @@ def pick_fresh(
 
 
 def shuffled(rng: random.Random, items: Sequence[Any]) -> list[Any]:
-    """A permutation of `items` that differs from the input when it can (len >= 2 with two
-    distinct items): a shuffle that gives back the input is redrawn a few times."""
+    """A permutation of `items` that differs from the input whenever it can (two or more
+    distinct items): a shuffle that gives back the input gets two distinct items swapped."""
     out = list(items)
-    for _ in range(8):
-        rng.shuffle(out)
-        if out != list(items):
-            break
+    rng.shuffle(out)
+    if out == list(items):
+        first = rng.randrange(len(out)) if out else 0
+        others = [j for j in range(len(out)) if out[j] != out[first]]
+        if others:
+            second = rng.choice(others)
+            out[first], out[second] = out[second], out[first]
     return out
