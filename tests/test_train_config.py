@@ -502,3 +502,29 @@ def test_killed_child_is_failed_with_the_reason(tmp_path: Path) -> None:
         assert run.status == "failed"
         assert run.reason is not None and "killed by SIGKILL" in run.reason
         assert os.path.isdir(run.run_dir)
+
+
+def test_cli_list_status_stop_and_resume_refusals(tmp_path: Path) -> None:
+    from core.paths import runs_dir
+
+    run_dir = runs_dir() / "sft-20261130-000000-aaaaaa"
+    writer = EventWriter(run_dir)
+    writer.phase("loading")
+    writer.emit("log", step=1, total=4, loss=1.25, learning_rate=1e-4, elapsed_s=3, eta_s=9)
+    writer.phase("failed", reason="data: zero usable rows in x.jsonl")
+    writer.close()
+    with Store.open() as store:
+        add_run(store, RunRecord(id=run_dir.name, stage="sft", status="running", pid=None,
+                                 config="model: m\n", run_dir=str(run_dir)))  # fmt: skip
+    code, out = hat("train", "list")
+    assert code == 0 and run_dir.name in out and "failed" in out  # the dead child is noticed
+    code, out = hat("train", "status", "sft-2026")
+    assert code == 0
+    assert "status failed" in out and "reason: data: zero usable rows" in out
+    assert "step 1/4" in out and "loss 1.25" in out
+    code, out = hat("train", "stop", run_dir.name)
+    assert code == 1 and "is not running (failed)" in out
+    code, out = hat("train", "resume", run_dir.name)
+    assert code == 1 and "has no checkpoint to resume from" in out
+    code, out = hat("train", "status", "nope")
+    assert code == 1 and "unknown run" in out

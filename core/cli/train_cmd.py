@@ -339,7 +339,10 @@ def list_cmd(
         if not runs:
             console.print("no training runs")
             return
-        table = Table("run", "stage", "status", "step", "created", "registered")
+        table = Table()
+        table.add_column("run", no_wrap=True)
+        for name in ("stage", "status", "step", "created", "registered"):
+            table.add_column(name)
         for run in runs:
             total = f"/{run.total_steps}" if run.total_steps else ""
             created = run.created_at.strftime("%Y-%m-%d %H:%M") if run.created_at else ""
