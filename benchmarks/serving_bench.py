@@ -155,6 +155,10 @@ async def ttft_trials(
         "raw_openai_ttft_median_s": raw_med,
         "ratio_loop_over_raw": loop_med / raw_med,
         "ratio_client_over_raw": statistics.median(client_ttft) / raw_med,
+        # each trial pair ran back to back: the median of per-pair ratios resists drift
+        "ratio_paired_median": statistics.median(
+            a / b for a, b in zip(loop_ttft, raw_ttft, strict=False)
+        ),
         "overhead_ms": 1000 * (loop_med - raw_med),
         "loop_ttft_s": loop_ttft,
         "raw_ttft_s": raw_ttft,
