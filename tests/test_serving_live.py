@@ -45,6 +45,8 @@ from tests.test_serving_support import (
 )
 
 ENGINES = ["transformers", "vllm"]
+# A test's time includes starting its module's server (vLLM: 1-4 minutes on 2 CPU cores).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 # SmolLM2's chat template, except that a final assistant message is left open (no <|im_end|>,
 # no new assistant header): the server then continues that message. vLLM has this built in
