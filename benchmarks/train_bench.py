@@ -148,8 +148,9 @@ def pretokenize(rows: Path, model: Path, spec: dict[str, Any], out: Path) -> int
 
 
 def run_ours(home: Path, rows: Path, model: Path, spec: dict[str, Any], tag: str) -> float:
-    from core.models import add_folder, find_model
+    from core.models import add_folder
     from core.store import Store
+    from core.store.serving import find_model
     from core.train.config import detect_environment, parse_stage
     from core.train.runs import prepare, start, watch
 
@@ -186,7 +187,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=16)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--batch", type=int, default=2)
-    parser.add_argument("--max-length", type=int, default=256)
+    parser.add_argument("--max-length", type=int, default=288)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--plain", nargs=4, default=None, help=argparse.SUPPRESS)

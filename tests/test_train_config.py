@@ -528,3 +528,23 @@ def test_cli_list_status_stop_and_resume_refusals(tmp_path: Path) -> None:
     assert code == 1 and "has no checkpoint to resume from" in out
     code, out = hat("train", "status", "nope")
     assert code == 1 and "unknown run" in out
+
+
+def test_pipeline_stops_at_a_failed_stage(tmp_path: Path) -> None:
+    from core.train.pipeline import run_pipeline
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    data = tmp_path / "empty.jsonl"
+    data.write_text("\n")
+    config = parse_pipeline({"model": str(folder), "sft": {"data": [str(data)]}, "opd": {},
+                             "rl": {"sampler": "identity"}})  # fmt: skip
+    with Store.open() as store:
+        run = run_pipeline(store, config, CPU)
+        assert run.status == "failed"
+        assert run.reason is not None and "stage sft" in run.reason
+        assert "data: zero usable rows" in run.reason
+        stages = list_runs(store, parent=run.id)
+        assert [(s.stage, s.status) for s in stages] == [("sft", "failed")]  # OPD, RL not started
+        assert run.outputs["stages"] == [stages[0].id]

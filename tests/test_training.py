@@ -90,24 +90,33 @@ def base_model() -> str:
     return BASE
 
 
-@pytest.fixture
-def rows(tmp_path: Path) -> Path:
-    """4 real SFT rows: the demo harness stored as a version, the oracle as the teacher."""
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """4 real SFT rows (made once per module): the demo harness stored as a version (rows carry
+    its id), the oracle as the teacher, the original harness and one HSA variant per task."""
     from core.harness.demo import demo_harness_path
 
-    result = runner.invoke(app, ["harness", "import", str(demo_harness_path()), "-m", "demo"])
-    assert result.exit_code == 0, result.output
-    out = tmp_path / "sft.jsonl"
-    result = runner.invoke(
-        app,
-        ["data", "generate", "--teacher", "oracle", "--tasks", "train", "--per-category", "1",
-         "--variants", "1", "--sampler", "hsa", "--harness-version", "head", "--out", str(out),
-         "-j", "1"],
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    four = tmp_path / "sft4.jsonl"
-    four.write_text("".join(out.read_text().splitlines(keepends=True)[:4]))
-    return four
+    folder = tmp_path_factory.mktemp("rows")
+    previous = os.environ.get("HAT_HOME")
+    os.environ["HAT_HOME"] = str(folder / "home")
+    try:
+        result = runner.invoke(app, ["harness", "import", str(demo_harness_path()), "-m", "demo"])
+        assert result.exit_code == 0, result.output
+        out = folder / "sft4.jsonl"
+        result = runner.invoke(
+            app,
+            ["data", "generate", "--teacher", "oracle", "--tasks", "train", "--per-category", "1",
+             "--variants", "1", "--sampler", "hsa", "--harness-version", "head", "--limit", "4",
+             "--out", str(out), "-j", "1"],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+    finally:
+        if previous is None:
+            os.environ.pop("HAT_HOME", None)
+        else:
+            os.environ["HAT_HOME"] = previous
+    assert len(out.read_text().splitlines()) == 4
+    return out
 
 
 def sft_config(data: Path, **extra: Any) -> Any:

@@ -139,12 +139,17 @@ def continue_pipeline(
             previous = done[stage.stage]
             continue
         existing = [r for r in list_runs(store, parent=pipeline.id) if r.stage == stage.stage]
+        proc = None
         if existing and existing[-1].status in ("failed", "stopped", "cancelled"):
             run = existing[-1]
-            if on_stage is not None:
-                on_stage(run, "resume")
-            proc = resume(store, run.id)
-        else:
+            try:
+                proc = resume(store, run.id)
+            except RunError:
+                proc = None  # nothing to resume from: the stage starts afresh below
+            else:
+                if on_stage is not None:
+                    on_stage(run, "resume")
+        if proc is None:
             try:
                 stage_config = stage_for(config, stage, previous, pipeline.id)
                 run = prepare(store, stage_config, env, parent=pipeline.id, python=python)
