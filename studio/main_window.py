@@ -196,7 +196,7 @@ class MainWindow(QMainWindow):
         shown, the current one right after the first paint. That keeps the editors' imports
         (pydantic models, jsonschema, the agent loop) and hundreds of widgets off the path to
         the first frame."""
-        from studio.pages.placeholder import PLANNED, PlaceholderPage
+        from studio.pages.placeholder import PLANNED
 
         def harness() -> QWidget:
             from studio.pages.harness_page import HarnessPage
@@ -214,12 +214,28 @@ class MainWindow(QMainWindow):
             "variants": ("Variants", "Harness-State Augmentation preview"),
         }
         for planned in PLANNED:
-            self._factories[planned.key] = lambda p=planned: PlaceholderPage(p)
+            self._factories[planned.key] = lambda p=planned: self._built_page(p)
             titles[planned.key] = (planned.title, planned.subtitle)
         for key, _title, _icon in NAV:
             skeleton = _Skeleton(*titles[key])
             self.page_widgets[key] = skeleton
             self.pages.addWidget(skeleton)
+
+    def _built_page(self, planned: Any) -> QWidget:
+        """The page module `studio.pages.<key>_page` when it exists (its class takes the
+        context), else the description of what the page will do."""
+        import importlib
+        import importlib.util
+
+        from studio.pages.placeholder import PlaceholderPage
+
+        name = f"studio.pages.{planned.key}_page"
+        if importlib.util.find_spec(name) is None:
+            return PlaceholderPage(planned)
+        module = importlib.import_module(name)
+        page_class = getattr(module, f"{planned.key.capitalize()}Page")
+        widget: QWidget = page_class(self.ctx)
+        return widget
 
     def page(self, key: str) -> Any:
         """The page `key`, built now if it is still a skeleton."""
