@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+if TYPE_CHECKING:
+    from core.serving import ManagedServer
 
 # "dev" (default) explores more; "ci" (CI=true) keeps the whole suite fast. Override with
 # HYPOTHESIS_PROFILE=<name>.
@@ -30,3 +35,31 @@ def hat_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     home = tmp_path_factory.mktemp("hat-home")
     monkeypatch.setenv("HAT_HOME", str(home))
     return home
+
+
+@pytest.fixture(scope="session")
+def demo_model_folder() -> Path:
+    """The demo model imported once per test process (HAT_TEST_MODEL_CACHE reuses a folder)."""
+    from tests.test_serving_support import demo_model
+
+    return Path(demo_model().folder)
+
+
+@pytest.fixture(scope="session")
+def transformers_server(
+    demo_model_folder: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ManagedServer]:
+    """One real `transformers serve` with the demo model, shared by every module that only
+    sends requests (eval, studio chat, replication). Tests must not stop or kill it; fault
+    tests start their own server."""
+    from core.serving import EngineConfig, ManagedServer
+
+    server = ManagedServer(
+        EngineConfig("transformers"),
+        str(demo_model_folder),
+        startup_timeout_s=300,
+        log_dir=tmp_path_factory.mktemp("shared-tf-logs"),
+    )
+    server.start()
+    yield server
+    server.stop()
