@@ -1,0 +1,1 @@
+"""Evaluation: suites through the one agent loop, statistics, reports, harness-change impact."""
