@@ -1,0 +1,488 @@
+"""The public face of evaluation: what callers (CLI, studio pages, the replication) code against.
+
+    request = EvalRequest(model="demo", suites=[Suite.LS_QA, Suite.HV_QA], limit=20)
+    run = run_eval(store, request, on_progress=lambda done, total, last: ...)
+    rows = load_results(store, run.id)          # list[EvalResult] (core/eval/results.py)
+    run = resume_eval(store, run.id)            # after a crash, a stop or a dead server
+    report = impact(store, "demo", "production", "staging", suites=[Suite.LS_QA], limit=50)
+
+A run evaluates one model (optionally with an adapter) under one stored harness version on
+one or more suites. Items are (suite, task, variant, sample); each is one request through the
+one agent loop (core/runtime/loop.py) against a fresh simulated live room, graded by the
+Core II graders, and stored as an `EvalResult` row in its own transaction as soon as it
+completes, so a run killed at any point loses at most the items in flight. What the suites
+contain and how items are planned is in core/eval/runner.py; how the rows are kept is in
+core/eval/store.py; the harness-change gate in core/eval/impact.py.
+
+The data types live here (not in the modules that implement them) so that a page or a
+report can import them without pulling in the runner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from core.eval.results import EvalResult, Suite
+
+if TYPE_CHECKING:
+    from core.harness.models import Harness
+    from core.runtime.client import ChatClient
+    from core.sim.models import Task
+    from core.sim.surface import HarnessSurface
+    from core.store import Store
+
+DEFAULT_HARNESS = "live-host"
+"""The harness a request without `harness` runs under: its `production` label, else its
+newest stored version, else the bundled demo harness (committed to the store first, so every
+run names a stored version)."""
+
+ALL_SUITES: tuple[Suite, ...] = (Suite.LS_QA, Suite.HV_QA, Suite.ROBUSTNESS, Suite.IFEVAL)
+
+
+class EvalRequest(BaseModel):
+    """What to evaluate and how; frozen and stored with the run (resume reads it back)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(description="Registered model name (core/models registry).")
+    adapter: str | None = Field(default=None, description="Registered adapter on the model.")
+    suites: list[Suite] = Field(min_length=1)
+    harness: str | None = Field(
+        default=None,
+        description="Stored harness version: id, prefix, label, name@label or name@head. "
+        "None: live-host@production, else live-host@head, else the bundled demo harness.",
+    )
+    limit: int | None = Field(
+        default=None, ge=1, description="At most this many tasks (prompts) per suite."
+    )
+    variants: int = Field(default=8, ge=1, description="HV-QA: heldout variants per task (K).")
+    samples: int = Field(default=1, ge=1, description="Repeats of every item (pass^k).")
+    seed: int = Field(default=0, ge=0, description="Suite seed and HV-QA variant seeds.")
+    concurrency: int = Field(default=1, ge=1, description="Items in flight at once.")
+    max_tokens: int = Field(default=256, ge=1, description="Per model call.")
+    temperature: float = Field(default=0.0, ge=0.0)
+    base_url: str | None = Field(
+        default=None,
+        description="An already running OpenAI-compatible server (no managed server).",
+    )
+    model_id: str | None = Field(
+        default=None,
+        description="The model id requests name at base_url (default: the server's first).",
+    )
+    engine: Literal["transformers", "vllm"] = "transformers"
+    call_timeout_s: float = Field(default=120.0, gt=0, description="One model call.")
+    item_timeout_s: float = Field(default=600.0, gt=0, description="One whole item.")
+    ifeval_path: str | None = Field(
+        default=None,
+        description="IFEval prompts (JSONL, the official input_data.jsonl layout). None: "
+        "google/IFEval through `datasets` when installed.",
+    )
+
+    @field_validator("suites")
+    @classmethod
+    def _unique_suites(cls, suites: list[Suite]) -> list[Suite]:
+        return list(dict.fromkeys(suites))
+
+    def fingerprint(self) -> str:
+        """What makes two runs' rows comparable item by item: everything that changes an
+        item's outcome except the harness (stored apart, as the version id) and the suites
+        (reuse is per suite). Transport settings (base_url, concurrency, engine, timeouts)
+        are left out: the same model answers the same way wherever it is served."""
+        data = self.model_dump(
+            mode="json",
+            exclude={
+                "suites",
+                "harness",
+                "base_url",
+                "model_id",
+                "concurrency",
+                "engine",
+                "call_timeout_s",
+                "item_timeout_s",
+            },
+        )
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+class RunStatus(StrEnum):
+    CREATED = "created"
+    RUNNING = "running"
+    """In progress, or the process running it died (resume picks it up)."""
+    DONE = "done"
+    """Every planned item has a row (some may be failed items)."""
+    STOPPED = "stopped"
+    """The caller asked it to stop; resume continues."""
+    FAILED = "failed"
+    """It could not go on (no server, the server died after its one restart); `reason` says
+    why; resume continues."""
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    """One evaluation run as stored (core/eval/store.py)."""
+
+    id: str
+    request: EvalRequest
+    status: RunStatus
+    harness: str
+    """Harness name."""
+    harness_version: str | None
+    """Id of the stored harness version the run used."""
+    model: str
+    adapter: str | None
+    fingerprint: str
+    total: int = 0
+    """Planned items (every suite, task, variant and sample)."""
+    done: int = 0
+    """Items with a stored row (ok or failed)."""
+    passed: int = 0
+    failed: int = 0
+    """Rows with status failed."""
+    reason: str | None = None
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    @property
+    def suites(self) -> list[Suite]:
+        return list(self.request.suites)
+
+    @property
+    def finished(self) -> bool:
+        return self.status is RunStatus.DONE
+
+
+ProgressCallback = Callable[[int, int, EvalResult | None], None]
+"""on_progress(done, total, last result): after every stored row (and once at the start, with
+None). Called on the thread that runs the evaluation."""
+
+
+class StopFlag(Protocol):
+    """Anything with `is_set()`: a threading.Event (the studio) or an asyncio.Event."""
+
+    def is_set(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class EvalItem:
+    """One planned item: a task (or an IFEval prompt) under one harness variant and sample."""
+
+    suite: Suite
+    task_id: str
+    sample: int = 0
+    variant_seed: int | None = None
+    dimension: str | None = None
+    category: str | None = None
+    task: Task | None = None
+    """Agent suites: the simulator task (faults and distractors included)."""
+    prompt: dict[str, Any] | None = None
+    """IFEval: the prompt record (`key`, `prompt`, `instruction_id_list`, `kwargs`)."""
+
+    @property
+    def key(self) -> tuple[str, str, int | None, int]:
+        """Same as `EvalResult.key`."""
+        return (self.suite.value, self.task_id, self.variant_seed, self.sample)
+
+
+ClientFactory = Callable[[EvalItem, "Harness", "HarnessSurface"], "ChatClient"]
+"""Builds the model client for one item: (item, the harness it runs under, its surface).
+Injected instead of a served model for baselines and deterministic tests (e.g. the oracle:
+core/eval/runner.py `oracle_clients`). IFEval items get (item, the harness, its surface) too
+and must answer the plain prompt."""
+
+
+# ----------------------------------------------------------------------------- impact
+
+
+@dataclass(frozen=True)
+class ComponentChange:
+    """One changed component between two harness versions (from the store diff)."""
+
+    component: str
+    """manifest | prompt | skill | tool | hook"""
+    name: str
+    change: str
+    """added | removed | modified"""
+    path: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.component} {self.name} ({self.change})"
+
+
+@dataclass(frozen=True)
+class Flip:
+    """An item whose pass flipped between the two versions."""
+
+    key: tuple[str, str, int | None, int]
+    direction: Literal["broke", "fixed"]
+    """broke: passed under `from`, not under `to`; fixed: the reverse."""
+    before: EvalResult
+    after: EvalResult
+    components: tuple[str, ...]
+    """Labels of the changed components this item touched (empty: none it touched)."""
+
+
+@dataclass
+class ComponentGroup:
+    change: ComponentChange | None
+    """None: the flips that touched no changed component."""
+    flips: list[Flip] = field(default_factory=list)
+
+    @property
+    def broke(self) -> int:
+        return sum(f.direction == "broke" for f in self.flips)
+
+    @property
+    def fixed(self) -> int:
+        return sum(f.direction == "fixed" for f in self.flips)
+
+
+@dataclass
+class ImpactReport:
+    """What moving from one harness version to another does to one model."""
+
+    model: str
+    adapter: str | None
+    from_version: str
+    to_version: str
+    suites: list[Suite]
+    from_run: str
+    to_run: str
+    reused: list[str]
+    """Run ids that were already stored and reused (not re-run)."""
+    changes: list[ComponentChange]
+    groups: list[ComponentGroup]
+    flips: list[Flip]
+    paired: int
+    """Items present in both runs (the ones compared)."""
+    score_from: float
+    """Mean score over the paired items (failed items count 0)."""
+    score_to: float
+    pass_from: float
+    pass_to: float
+    delta: float
+    """score_to - score_from."""
+    delta_ci: tuple[float, float]
+    """95 % paired bootstrap interval of `delta`."""
+    pass_delta: float
+    pass_delta_ci: tuple[float, float]
+
+    @property
+    def broke(self) -> int:
+        return sum(f.direction == "broke" for f in self.flips)
+
+    @property
+    def fixed(self) -> int:
+        return sum(f.direction == "fixed" for f in self.flips)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able summary (the CLI's --json and the studio)."""
+        from core.eval.impact import report_dict
+
+        return report_dict(self)
+
+
+# ----------------------------------------------------------------------------- functions
+
+
+def run_eval(
+    store: Store,
+    request: EvalRequest,
+    *,
+    on_progress: ProgressCallback | None = None,
+    stop: StopFlag | None = None,
+    client_factory: ClientFactory | None = None,
+) -> EvalRun:
+    """Create a run for `request`, evaluate every item, return the finished record.
+
+    Never raises for model, server or item failures: they end up as failed rows or as the
+    run's status and reason. Raises `EvalError` for bad requests (unknown model, harness or
+    suite data) before anything is stored."""
+    return asyncio.run(
+        run_eval_async(
+            store, request, on_progress=on_progress, stop=stop, client_factory=client_factory
+        )
+    )
+
+
+async def run_eval_async(
+    store: Store,
+    request: EvalRequest,
+    *,
+    on_progress: ProgressCallback | None = None,
+    stop: StopFlag | None = None,
+    client_factory: ClientFactory | None = None,
+) -> EvalRun:
+    """`run_eval` inside a running event loop (the studio's qasync loop)."""
+    from core.eval.runner import start_run
+
+    return await start_run(
+        store, request, on_progress=on_progress, stop=stop, client_factory=client_factory
+    )
+
+
+def resume_eval(
+    store: Store,
+    run_id: str,
+    *,
+    on_progress: ProgressCallback | None = None,
+    stop: StopFlag | None = None,
+    client_factory: ClientFactory | None = None,
+    base_url: str | None = None,
+    retry_failed: bool = True,
+) -> EvalRun:
+    """Continue a run: items with a stored row are skipped, except (with `retry_failed`)
+    rows that failed for transport reasons (model_error: the server was unreachable or
+    answered with an error; timeout; crash), which are run again and replaced. Failures that
+    are the model's own (empty output, endless tool loops) stay. `base_url` points the resume
+    at another running server."""
+    return asyncio.run(
+        resume_eval_async(
+            store,
+            run_id,
+            on_progress=on_progress,
+            stop=stop,
+            client_factory=client_factory,
+            base_url=base_url,
+            retry_failed=retry_failed,
+        )
+    )
+
+
+async def resume_eval_async(
+    store: Store,
+    run_id: str,
+    *,
+    on_progress: ProgressCallback | None = None,
+    stop: StopFlag | None = None,
+    client_factory: ClientFactory | None = None,
+    base_url: str | None = None,
+    retry_failed: bool = True,
+) -> EvalRun:
+    from core.eval.runner import continue_run
+
+    return await continue_run(
+        store,
+        run_id,
+        on_progress=on_progress,
+        stop=stop,
+        client_factory=client_factory,
+        base_url=base_url,
+        retry_failed=retry_failed,
+    )
+
+
+def list_eval_runs(store: Store) -> list[EvalRun]:
+    """Every run, oldest first."""
+    from core.eval.store import list_runs
+
+    return list_runs(store)
+
+
+def get_eval_run(store: Store, run_id: str) -> EvalRun:
+    """One run by id or unique id prefix (StoreError when unknown)."""
+    from core.eval.store import get_run
+
+    return get_run(store, run_id)
+
+
+def load_results(store: Store, run_id: str, *, suite: Suite | None = None) -> list[EvalResult]:
+    """The rows of a run in a stable order (suite, task, variant seed, sample)."""
+    from core.eval.store import load_results as _load
+
+    return _load(store, run_id, suite=suite)
+
+
+def load_trace(
+    store: Store, run_id: str, key: tuple[str, str, int | None, int]
+) -> dict[str, Any] | None:
+    """The stored agent trace (Trace.model_dump) of one item, None when it has none."""
+    from core.eval.store import load_trace as _load
+
+    return _load(store, run_id, key)
+
+
+def impact(
+    store: Store,
+    model: str,
+    from_ref: str,
+    to_ref: str,
+    *,
+    suites: list[Suite] | None = None,
+    limit: int | None = None,
+    adapter: str | None = None,
+    base_url: str | None = None,
+    request: EvalRequest | None = None,
+    on_progress: ProgressCallback | None = None,
+    stop: StopFlag | None = None,
+    client_factory: ClientFactory | None = None,
+) -> ImpactReport:
+    """Run the suites (default LS-QA) under both harness versions (reusing stored runs of the
+    same model, version and settings), list the flipped items grouped by the changed
+    components, with the score change and its 95 % paired bootstrap interval.
+    `request` gives the other settings (its model, adapter, harness, suites and limit are
+    replaced by the arguments)."""
+    return asyncio.run(
+        impact_async(
+            store,
+            model,
+            from_ref,
+            to_ref,
+            suites=suites,
+            limit=limit,
+            adapter=adapter,
+            base_url=base_url,
+            request=request,
+            on_progress=on_progress,
+            stop=stop,
+            client_factory=client_factory,
+        )
+    )
+
+
+async def impact_async(
+    store: Store,
+    model: str,
+    from_ref: str,
+    to_ref: str,
+    *,
+    suites: list[Suite] | None = None,
+    limit: int | None = None,
+    adapter: str | None = None,
+    base_url: str | None = None,
+    request: EvalRequest | None = None,
+    on_progress: ProgressCallback | None = None,
+    stop: StopFlag | None = None,
+    client_factory: ClientFactory | None = None,
+) -> ImpactReport:
+    from core.eval.impact import run_impact
+
+    return await run_impact(
+        store,
+        model,
+        from_ref,
+        to_ref,
+        suites=suites,
+        limit=limit,
+        adapter=adapter,
+        base_url=base_url,
+        request=request,
+        on_progress=on_progress,
+        stop=stop,
+        client_factory=client_factory,
+    )
+
+
+class EvalError(ValueError):
+    """A request that cannot run (unknown model, harness, suite data); the message says why."""
