@@ -1,12 +1,756 @@
-"""The suite runner (work in progress: the API in core/eval/api.py is stable)."""
+"""The suite runner: plan a run's items, drive each through the one agent loop, store rows.
+
+**Suites** (items are (suite, task, variant, sample); `limit` keeps the first N tasks of a
+suite, taken round-robin over task categories so a small run still covers every category):
+
+- `ls-qa`: the test split (core/sim/tasks.py, 540 tasks at seed 0) under the run's harness.
+- `hv-qa`: the same tasks, each under K variants of the harness drawn from the **heldout**
+  HSA bank (medium strength). Variant k of a task gets the seed `variant_seed(seed, task, k)`
+  (core/datagen/variants.py) and one HSA dimension: the five dimension-only policies and the
+  full policy (`all`) in rotation, starting at an offset fixed by the task id, so K = 6
+  covers every dimension once per task and any K spreads them evenly over tasks. A variant is
+  built by `core.hsa.augment` from the task's gold trajectory (the oracle's run under the
+  harness), so only transforms that preserve this task are kept; the graders read the
+  variant through its own surface (tools by binding, skills by role), so renamed tools and
+  skills grade like the originals.
+- `robustness`: the robustness suite (test tasks with injected faults and distractor tools).
+- `ifeval`: IFEval prompts asked plainly (one user message, no harness, no tools) through the
+  same client, scored by `core.eval.ifeval.score_response`.
+
+**One item.** A fresh `LiveRoom` for the task (its faults), the harness with the task's
+distractor tools, `AgentLoop.run(viewer message)`, `core.sim.graders.grade`. The row's score
+is the mean of the four grades, `passed` is full marks. An item is **failed** (status failed,
+score 0, grades kept when there is a trace) when it could not be completed: `model_error`
+(the server was unreachable or answered with an error), `max_turns` (an endless tool loop),
+`empty_output` (the model wrote nothing), `timeout` (longer than `item_timeout_s`), `crash` (a
+bug; the reason names it) or `variant` (no HSA variant could be built). The reason starts with
+that kind.
+
+**A dead server.** After a `model_error` the runner checks the server (GET /models). A
+managed server that is down is restarted once per run invocation and the items that hit it
+are run again; when it is down again (or cannot restart, or an external `base_url` stops
+answering) the item is stored as failed and the run ends with status `failed` and the reason.
+`resume` continues: stored items are skipped, transport failures (`model_error`, `timeout`,
+`crash`) are run again.
+
+**Rows** are stored as they complete, one transaction each (row, compressed trace and the
+request's latency row, source `eval`, session = the run id); the progress callback follows.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+import hashlib
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import zip_longest
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from core.eval.api import (
+    DEFAULT_HARNESS,
+    ClientFactory,
+    EvalError,
+    EvalItem,
+    EvalRequest,
+    EvalRun,
+    ProgressCallback,
+    RunStatus,
+    StopFlag,
+)
+from core.eval.results import EvalResult, ResultStatus, Suite
+from core.eval.store import (
+    ItemKey,
+    add_result,
+    create_run,
+    done_items,
+    get_run,
+    update_run,
+)
+from core.runtime.client import ChatClient, Message
+from core.runtime.loop import AgentLoop
+from core.runtime.trace import Trace, TraceStatus
+from core.store.errors import StoreError
+from core.store.types import utcnow
 
 if TYPE_CHECKING:
-    from core.eval.api import ClientFactory, EvalRequest, EvalRun, ProgressCallback, StopFlag
+    from core.harness.models import Harness
+    from core.serving.server import ManagedServer
+    from core.sim.models import Catalog, Task
+    from core.sim.surface import HarnessSurface
     from core.store import Store
+
+log = logging.getLogger(__name__)
+
+HV_DIMENSIONS: tuple[str, ...] = (
+    "skill_ids",
+    "skill_content",
+    "tool_schemas",
+    "prompt",
+    "hooks",
+    "all",
+)
+"""HV-QA variant dimensions in rotation ("all": a full heldout policy)."""
+
+TRANSPORT_FAILURES = frozenset({"model_error", "timeout", "crash"})
+"""Failure kinds that say nothing about the model: resume runs these items again."""
+
+
+def failure_kind(reason: str | None) -> str:
+    """The kind a failed row's reason starts with (`model_error: ...` -> model_error)."""
+    return (reason or "").split(":", 1)[0].strip()
+
+
+# ----------------------------------------------------------------------------- harness
+
+
+def resolve_harness(store: Store, ref: str | None) -> tuple[Harness, str, str]:
+    """(harness, its name, stored version id) for a request's `harness`.
+
+    None: `live-host@production`, else `live-host@head`, else the bundled demo harness,
+    committed to the store first so the run names a stored version."""
+    if ref is not None:
+        try:
+            info = store.info(ref)
+        except StoreError as exc:
+            raise EvalError(f"harness {ref!r}: {exc}") from None
+        return store.load(info.id), info.harness_name, info.id
+    for candidate in (f"{DEFAULT_HARNESS}@production", f"{DEFAULT_HARNESS}@head"):
+        try:
+            info = store.info(candidate)
+        except StoreError:
+            continue
+        return store.load(info.id), info.harness_name, info.id
+    from core.harness.demo import load_demo_harness
+
+    harness = load_demo_harness()
+    info = store.commit(harness, "the bundled demo harness (stored for evaluation)")
+    return store.load(info.id), info.harness_name, info.id
+
+
+# ----------------------------------------------------------------------------- planning
+
+
+def stratified(tasks: Sequence[Task], limit: int | None) -> list[Task]:
+    """The first `limit` tasks taken round-robin over categories (all when None), in the
+    suite's order within each category; the result is ordered like the suite."""
+    if limit is None or limit >= len(tasks):
+        return list(tasks)
+    by_category: dict[str, list[Task]] = {}
+    for task in tasks:
+        by_category.setdefault(task.category.value, []).append(task)
+    picked: list[Task] = []
+    for group in zip_longest(*by_category.values()):
+        for task in group:
+            if task is not None and len(picked) < limit:
+                picked.append(task)
+    chosen = {t.id for t in picked}
+    return [t for t in tasks if t.id in chosen]
+
+
+def suite_tasks(name: str, seed: int) -> list[Task]:
+    """A suite's tasks: the bundled copy at seed 0, generated otherwise."""
+    from core.sim.tasks import build_suite, load_suite
+
+    if seed == 0:
+        try:
+            return load_suite(name)
+        except (FileNotFoundError, ValueError):
+            pass
+    return build_suite(name, seed=seed)
+
+
+def hv_dimension(seed: int, task_id: str, index: int) -> str:
+    """The HSA dimension of variant `index` (1-based) of a task (module doc)."""
+    digest = hashlib.sha256(f"hv-dim:{seed}:{task_id}".encode()).digest()
+    offset = int.from_bytes(digest[:2], "big")
+    return HV_DIMENSIONS[(offset + index - 1) % len(HV_DIMENSIONS)]
+
+
+def _prompt_field(record: Any, name: str) -> Any:
+    if isinstance(record, dict):
+        return record.get(name)
+    return getattr(record, name, None)
+
+
+def _prompt_dict(record: Any) -> dict[str, Any]:
+    if isinstance(record, dict):
+        return dict(record)
+    dump = getattr(record, "model_dump", None)
+    if callable(dump):
+        data = dump()
+        if isinstance(data, dict):
+            return data
+    if hasattr(record, "__dict__"):
+        return dict(vars(record))
+    return {"prompt": str(record)}
+
+
+def _ifeval_module() -> Any:
+    """core.eval.ifeval (IFEval prompts and the official checkers), imported on first use."""
+    import importlib
+
+    return importlib.import_module("core.eval.ifeval")
+
+
+def ifeval_prompts(path: str | None) -> list[Any]:
+    """The IFEval prompt records (`core.eval.ifeval.load_prompts`)."""
+    try:
+        ifeval = _ifeval_module()
+    except ImportError as exc:
+        raise EvalError(f"IFEval is not available in this install: {exc}") from None
+    loader = getattr(ifeval, "load_prompts", None)
+    if loader is None:
+        raise EvalError("IFEval is not available in this install (no load_prompts)")
+    try:
+        records = loader(path)
+    except (OSError, ValueError) as exc:
+        raise EvalError(f"cannot load the IFEval prompts: {exc}") from None
+    return list(records)
+
+
+def plan_items(
+    request: EvalRequest, *, ifeval_records: Sequence[Any] | None = None
+) -> list[EvalItem]:
+    """Every item of a request, in run order: suite, task, variant, sample."""
+    items: list[EvalItem] = []
+    samples = range(request.samples)
+    for suite in request.suites:
+        if suite is Suite.IFEVAL:
+            records = list(ifeval_records) if ifeval_records is not None else []
+            if request.limit is not None:
+                records = records[: request.limit]
+            for record in records:
+                key = _prompt_field(record, "key")
+                task_id = str(key if key is not None else _prompt_field(record, "prompt"))
+                for sample in samples:
+                    items.append(EvalItem(suite, task_id, sample, prompt=_prompt_dict(record)))
+            continue
+        name = "robustness" if suite is Suite.ROBUSTNESS else "ls-qa"
+        tasks = stratified(suite_tasks(name, request.seed), request.limit)
+        for task in tasks:
+            category = task.category.value
+            if suite is Suite.HV_QA:
+                from core.datagen.variants import variant_seed
+
+                for k in range(1, request.variants + 1):
+                    vseed = variant_seed(request.seed, task.id, k)
+                    dim = hv_dimension(request.seed, task.id, k)
+                    for sample in samples:
+                        items.append(
+                            EvalItem(suite, task.id, sample, vseed, dim, category, task=task)
+                        )
+            else:
+                for sample in samples:
+                    items.append(EvalItem(suite, task.id, sample, category=category, task=task))
+    return items
+
+
+# ----------------------------------------------------------------------------- clients
+
+
+def oracle_clients(catalog: Catalog, *, memorised: Harness | None = None) -> ClientFactory:
+    """A ClientFactory of oracle clients (core/sim/oracle.py): a perfect model, the ceiling
+    of every agent suite and a deterministic stand-in for a served model in tests.
+
+    `memorised`: the oracle reads and writes names through THIS harness's surface whatever
+    harness the item runs under: a stand-in for a model fine-tuned on one fixed harness,
+    which keeps calling tools and skills by their old names after an edit."""
+    from core.sim.oracle import OracleClient
+    from core.sim.surface import HarnessSurface
+
+    fixed = HarnessSurface(memorised, {}, {}, {}) if memorised is not None else None
+
+    def make(item: EvalItem, harness: Harness, surface: HarnessSurface) -> ChatClient:
+        if item.task is None:
+            raise EvalError(f"the oracle answers agent tasks only, not {item.suite.value} items")
+        return OracleClient(
+            item.task, fixed.harness if fixed else harness, catalog, surface=fixed or surface
+        )
+
+    return make
+
+
+# ----------------------------------------------------------------------------- the server
+
+
+class _Server:
+    """The endpoint a run talks to: a managed server it started, or an external base_url."""
+
+    def __init__(self, base_url: str, managed: ManagedServer | None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.managed = managed
+        self.restarts = 0
+        self.generation = 0
+        self.down: str | None = None
+        self.lock = asyncio.Lock()
+
+    async def healthy(self) -> bool:
+        if self.managed is not None and not self.managed.alive:
+            return False
+        try:
+            async with httpx.AsyncClient(timeout=10.0) as http:
+                response = await http.get(self.base_url + "/models")
+            return response.status_code < 500
+        except httpx.HTTPError:
+            return False
+
+    async def recover(self, seen_generation: int) -> bool:
+        """After a model_error: True when the item should run again (the server was restarted
+        since it started, or is restarted now); False when the server is fine (the error was
+        the model's answer) or down for good (`down` set)."""
+        async with self.lock:
+            if self.down is not None:
+                return False
+            if self.generation != seen_generation:
+                return True
+            if await self.healthy():
+                return False
+            if self.managed is None:
+                self.down = f"the server at {self.base_url} stopped answering"
+                return False
+            if self.restarts >= 1:
+                self.down = "the server died again after its one restart"
+                return False
+            self.restarts += 1
+            log.warning("evaluation: the model server died; restarting it once")
+            from core.serving.server import ServerError
+
+            try:
+                await asyncio.to_thread(self.managed.restart)
+            except ServerError as exc:
+                self.down = f"the server died and did not restart: {exc}"
+                return False
+            self.base_url = self.managed.base_url.rstrip("/")
+            self.generation += 1
+            return True
+
+
+async def _first_model(base_url: str) -> str | None:
+    try:
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            data = (await http.get(base_url.rstrip("/") + "/models")).json()
+        return str(data["data"][0]["id"])
+    except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
+# ----------------------------------------------------------------------------- one item
+
+
+@dataclass
+class _Outcome:
+    result: EvalResult
+    trace: Trace | None = None
+    retry: bool = False
+
+
+@dataclass
+class _Context:
+    run_id: str
+    request: EvalRequest
+    harness: Harness
+    catalog: Catalog
+    factory: ClientFactory | None
+    server: _Server | None
+    client: ChatClient | None
+    engine: str | None
+    prepared: dict[str, Any] = field(default_factory=dict)
+    prepare_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+def _failed(item: EvalItem, reason: str, trace: Trace | None = None, **extra: Any) -> EvalResult:
+    return EvalResult(
+        suite=item.suite,
+        task_id=item.task_id,
+        sample=item.sample,
+        variant_seed=item.variant_seed,
+        dimension=item.dimension,
+        category=item.category,
+        score=0.0,
+        passed=False,
+        status=ResultStatus.FAILED,
+        reason=reason,
+        trace_id=trace.request_id if trace is not None else None,
+        latency_s=trace.e2e_s if trace is not None else None,
+        **extra,
+    )
+
+
+async def _variant_harness(ctx: _Context, item: EvalItem, base: Harness) -> Harness:
+    """The heldout HSA variant of `base` for an HV-QA item (module doc)."""
+    from core.hsa.augment import augment_prepared, prepare
+    from core.hsa.policy import Policy
+    from core.sim.oracle import gold_trajectory
+
+    assert item.task is not None and item.variant_seed is not None
+    async with ctx.prepare_lock:
+        req = ctx.prepared.get(item.task_id)
+        if req is None:
+            gold = await gold_trajectory(item.task, base, ctx.catalog, add_distractors=False)
+            req = prepare(base, gold)
+            if len(ctx.prepared) > 64:
+                ctx.prepared.clear()
+            ctx.prepared[item.task_id] = req
+    dims = None if item.dimension in (None, "all") else [item.dimension]
+    policy = Policy("heldout", "medium", dims)
+    return augment_prepared(req, policy, item.variant_seed).harness
+
+
+def _client(ctx: _Context, item: EvalItem, harness: Harness, surface: HarnessSurface) -> ChatClient:
+    if ctx.factory is not None:
+        return ctx.factory(item, harness, surface)
+    assert ctx.client is not None
+    return ctx.client
+
+
+async def _agent_item(ctx: _Context, item: EvalItem) -> _Outcome:
+    from core.sim.graders import grade
+    from core.sim.oracle import room_bindings, task_harness
+    from core.sim.room import LiveRoom
+    from core.sim.surface import HarnessSurface
+
+    task = item.task
+    assert task is not None
+    harness = task_harness(task, ctx.harness)
+    if item.suite is Suite.HV_QA:
+        try:
+            harness = await _variant_harness(ctx, item, harness)
+        except Exception as exc:  # AugmentError and anything a transform raises
+            return _Outcome(_failed(item, f"variant: {type(exc).__name__}: {exc}"))
+    surface = HarnessSurface(harness, {}, {}, {})
+    client = _client(ctx, item, harness, surface)
+    room = LiveRoom.for_task(task, ctx.catalog)
+    loop = AgentLoop(harness, client, room_bindings(room, surface))
+    trace = await loop.run(task.viewer_message, request_id=uuid.uuid4().hex)
+    grades = grade(task, trace, harness, ctx.catalog, surface=surface)
+    dumped = grades.model_dump(mode="json")
+    reply = (trace.final_reply or "").strip()
+    if trace.status is TraceStatus.MODEL_ERROR:
+        return _Outcome(_failed(item, f"model_error: {trace.reason}", trace, grades=dumped), trace)
+    if trace.status is TraceStatus.MAX_TURNS:
+        return _Outcome(_failed(item, f"max_turns: {trace.reason}", trace, grades=dumped), trace)
+    if trace.ok and not reply:
+        reason = "empty_output: the model's final reply was empty"
+        if trace.counts.tool_calls == 0 and trace.counts.skill_loads == 0:
+            reason = "empty_output: the model produced no text"
+        return _Outcome(_failed(item, reason, trace, grades=dumped), trace)
+    scores = grades.scores()
+    result = EvalResult(
+        suite=item.suite,
+        task_id=item.task_id,
+        sample=item.sample,
+        variant_seed=item.variant_seed,
+        dimension=item.dimension,
+        category=item.category,
+        score=min(1.0, max(0.0, sum(scores.values()) / len(scores))),
+        passed=grades.full_marks,
+        grades=dumped,
+        trace_id=trace.request_id,
+        latency_s=trace.e2e_s,
+    )
+    return _Outcome(result, trace)
+
+
+async def _ifeval_item(ctx: _Context, item: EvalItem) -> _Outcome:
+    from core.runtime.client import ModelError
+    from core.sim.surface import HarnessSurface
+
+    record = item.prompt or {}
+    text = str(record.get("prompt") or "")
+    client = _client(ctx, item, ctx.harness, HarnessSurface(ctx.harness, {}, {}, {}))
+    messages: list[Message] = [{"role": "user", "content": text}]
+    started = time.monotonic()
+    try:
+        reply = await client.complete(messages)
+    except ModelError as exc:
+        return _Outcome(_failed(item, f"model_error: {exc}", latency_s=time.monotonic() - started))
+    latency = time.monotonic() - started
+    response = reply.content or ""
+    if not response.strip():
+        reason = "empty_output: the model produced no text"
+        return _Outcome(_failed(item, reason, latency_s=latency))
+    scored = _ifeval_module().score_response(record, response)
+    strict = _first_bool(scored, ("prompt_strict", "prompt_level_strict", "strict", "passed"))
+    grades = dict(scored)
+    grades.setdefault("response", response)
+    result = EvalResult(
+        suite=item.suite,
+        task_id=item.task_id,
+        sample=item.sample,
+        score=1.0 if strict else 0.0,
+        passed=strict,
+        grades=grades,
+        latency_s=latency,
+    )
+    return _Outcome(result)
+
+
+def _first_bool(data: dict[str, Any], names: Iterable[str]) -> bool:
+    for name in names:
+        if name in data:
+            return bool(data[name])
+    raise EvalError(f"IFEval scoring returned none of {', '.join(names)}: {sorted(data)}")
+
+
+async def run_item(ctx: _Context, item: EvalItem) -> _Outcome:
+    """One item, never raising: a failed row for anything that goes wrong (module doc)."""
+    generation = ctx.server.generation if ctx.server is not None else 0
+    try:
+        work = _ifeval_item(ctx, item) if item.suite is Suite.IFEVAL else _agent_item(ctx, item)
+        outcome = await asyncio.wait_for(work, ctx.request.item_timeout_s)
+    except TimeoutError:
+        reason = f"timeout: the item took longer than {ctx.request.item_timeout_s:g} s"
+        return _Outcome(_failed(item, reason))
+    except Exception as exc:  # a bug in a client, a grader or a harness: the row says which
+        log.exception("evaluation item %s crashed", item.key)
+        return _Outcome(_failed(item, f"crash: {type(exc).__name__}: {exc}"))
+    result = outcome.result
+    if (
+        ctx.server is not None
+        and ctx.factory is None
+        and failure_kind(result.reason) == "model_error"
+        and await ctx.server.recover(generation)
+    ):
+        outcome.retry = True
+    elif (
+        ctx.server is not None
+        and ctx.server.down is not None
+        and result.status is ResultStatus.FAILED
+    ):
+        reason = f"{result.reason} ({ctx.server.down})"
+        outcome.result = result.model_copy(update={"reason": reason})
+    return outcome
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def _latency_row(ctx: _Context, trace: Trace, task_id: str, warmup: bool) -> Any:
+    from core.serving.latency import request_row
+
+    return request_row(
+        trace,
+        session=ctx.run_id,
+        source="eval",
+        engine=ctx.engine,
+        model=ctx.request.model,
+        task_id=task_id,
+        warmup=warmup,
+    )
+
+
+async def _execute(
+    store: Store,
+    run: EvalRun,
+    items: list[EvalItem],
+    skip: set[ItemKey],
+    *,
+    on_progress: ProgressCallback | None,
+    stop: StopFlag | None,
+    factory: ClientFactory | None,
+    base_url: str | None,
+) -> EvalRun:
+    """Run every item not in `skip`; the run's final record."""
+    from core.sim.catalog import load_catalog
+
+    request = run.request
+    todo = [item for item in items if item.key not in skip]
+    total = len(items)
+    done = total - len(todo)
+    store_update = asyncio.to_thread
+    await store_update(
+        update_run,
+        store,
+        run.id,
+        status=RunStatus.RUNNING,
+        started_at=run.started_at or utcnow(),
+        finished_at=None,
+        reason=None,
+        total=total,
+    )
+    if on_progress is not None:
+        on_progress(done, total, None)
+    if not todo:
+        return await store_update(
+            update_run, store, run.id, status=RunStatus.DONE, finished_at=utcnow()
+        )
+
+    server: _Server | None = None
+    managed: ManagedServer | None = None
+    client: Any = None
+    engine: str | None = None
+    harness = await asyncio.to_thread(store.load, run.harness_version or "head", run.harness)
+    try:
+        if factory is None:
+            url = base_url or request.base_url
+            if url is None:
+                managed, failure = await _start_server(store, request)
+                if managed is None:
+                    return await store_update(
+                        update_run,
+                        store,
+                        run.id,
+                        status=RunStatus.FAILED,
+                        reason=failure,
+                        finished_at=utcnow(),
+                    )
+                url = managed.base_url
+                model_id = managed.model_id
+                engine = request.engine
+            else:
+                model_id = request.model_id or await _first_model(url) or request.model
+            server = _Server(url, managed)
+            client = _openai_client(request, url, model_id)
+        ctx = _Context(
+            run_id=run.id,
+            request=request,
+            harness=harness,
+            catalog=load_catalog(),
+            factory=factory,
+            server=server,
+            client=client,
+            engine=engine,
+        )
+        status, reason = await _drive(store, ctx, todo, done, total, on_progress, stop)
+    finally:
+        if client is not None:
+            await client.aclose()
+        if managed is not None:
+            await asyncio.to_thread(managed.stop)
+    return await store_update(
+        update_run, store, run.id, status=status, reason=reason, finished_at=utcnow()
+    )
+
+
+def _openai_client(request: EvalRequest, url: str, model_id: str) -> Any:
+    from core.serving.client import GenerationOptions, OpenAIChatClient
+
+    return OpenAIChatClient(
+        url,
+        model_id,
+        options=GenerationOptions(max_tokens=request.max_tokens, temperature=request.temperature),
+        timeout_s=request.call_timeout_s,
+    )
+
+
+async def _start_server(store: Store, request: EvalRequest) -> tuple[ManagedServer | None, str]:
+    from core.models.registry import RegistryError
+    from core.serving.engines import EngineConfig, EngineError
+    from core.serving.launch import server_for
+    from core.serving.server import ServerError
+
+    try:
+        server = server_for(
+            store, EngineConfig(request.engine), request.model, adapter=request.adapter
+        )
+        await asyncio.to_thread(server.start)
+    except (RegistryError, EngineError, ServerError) as exc:
+        return None, f"server: cannot start {request.engine} for {request.model}: {exc}"
+    return server, ""
+
+
+async def _drive(
+    store: Store,
+    ctx: _Context,
+    todo: list[EvalItem],
+    done: int,
+    total: int,
+    on_progress: ProgressCallback | None,
+    stop: StopFlag | None,
+) -> tuple[RunStatus, str | None]:
+    queue = list(reversed(todo))
+    state = {"done": done, "first": True}
+
+    def next_item() -> EvalItem | None:
+        if stop is not None and stop.is_set():
+            return None
+        if ctx.server is not None and ctx.server.down is not None:
+            return None
+        return queue.pop() if queue else None
+
+    async def worker() -> None:
+        while True:
+            item = next_item()
+            if item is None:
+                return
+            outcome = await run_item(ctx, item)
+            if outcome.retry:
+                outcome = await run_item(ctx, item)
+                if outcome.retry:  # restarted and died again within one item
+                    outcome.retry = False
+            latency = None
+            if outcome.trace is not None and ctx.factory is None:
+                latency = _latency_row(ctx, outcome.trace, item.task_id, bool(state["first"]))
+                state["first"] = False
+            trace_data = outcome.trace.model_dump(mode="json") if outcome.trace else None
+            await asyncio.to_thread(
+                add_result, store, ctx.run_id, outcome.result, trace=trace_data, latency=latency
+            )
+            state["done"] = int(state["done"]) + 1
+            if on_progress is not None:
+                on_progress(int(state["done"]), total, outcome.result)
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(ctx.request.concurrency)]
+    try:
+        finished, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+        for task in finished:
+            task.result()  # re-raise a callback's or the store's failure
+    finally:
+        for pending in workers:
+            pending.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+    if ctx.server is not None and ctx.server.down is not None:
+        return RunStatus.FAILED, ctx.server.down
+    if queue:
+        return RunStatus.STOPPED, "stopped on request"
+    return RunStatus.DONE, None
+
+
+async def _guarded(store: Store, run: EvalRun, coro: Any) -> EvalRun:
+    """Await `coro`; a cancelled or crashed run is stored as stopped / failed first."""
+    try:
+        result: EvalRun = await coro
+        return result
+    except asyncio.CancelledError:
+        await asyncio.to_thread(
+            update_run,
+            store,
+            run.id,
+            status=RunStatus.STOPPED,
+            reason="cancelled",
+            finished_at=utcnow(),
+        )
+        raise
+    except BaseException as exc:
+        await asyncio.to_thread(
+            update_run,
+            store,
+            run.id,
+            status=RunStatus.FAILED,
+            reason=f"crash: {type(exc).__name__}: {exc}",
+            finished_at=utcnow(),
+        )
+        raise
+
+
+def _check_request(store: Store, request: EvalRequest, factory: ClientFactory | None) -> None:
+    if factory is not None or request.base_url is not None:
+        return
+    from core.models.registry import RegistryError, get
+
+    try:
+        record = get(store, request.model)
+        if request.adapter is not None:
+            get(store, request.adapter)
+    except RegistryError as exc:
+        raise EvalError(str(exc)) from None
+    if record.kind == "adapter" and request.adapter is not None:
+        raise EvalError(f"{request.model!r} is itself an adapter; pass its base as the model")
 
 
 async def start_run(
@@ -17,7 +761,28 @@ async def start_run(
     stop: StopFlag | None = None,
     client_factory: ClientFactory | None = None,
 ) -> EvalRun:
-    raise NotImplementedError
+    """Create and run a new evaluation (api.run_eval)."""
+    _check_request(store, request, client_factory)
+    _harness, name, version = await asyncio.to_thread(resolve_harness, store, request.harness)
+    records = ifeval_prompts(request.ifeval_path) if Suite.IFEVAL in request.suites else None
+    items = plan_items(request, ifeval_records=records)
+    run = await asyncio.to_thread(
+        create_run, store, request, harness=name, harness_version=version, total=len(items)
+    )
+    return await _guarded(
+        store,
+        run,
+        _execute(
+            store,
+            run,
+            items,
+            set(),
+            on_progress=on_progress,
+            stop=stop,
+            factory=client_factory,
+            base_url=None,
+        ),
+    )
 
 
 async def continue_run(
@@ -30,4 +795,32 @@ async def continue_run(
     base_url: str | None = None,
     retry_failed: bool = True,
 ) -> EvalRun:
-    raise NotImplementedError
+    """Resume a stored run (api.resume_eval)."""
+    run = await asyncio.to_thread(get_run, store, run_id)
+    request = run.request
+    if base_url is None:
+        _check_request(store, request, client_factory)
+    records = ifeval_prompts(request.ifeval_path) if Suite.IFEVAL in request.suites else None
+    items = plan_items(request, ifeval_records=records)
+    stored = await asyncio.to_thread(done_items, store, run.id)
+    skip = {
+        key
+        for key, (status, reason) in stored.items()
+        if status is ResultStatus.OK
+        or not retry_failed
+        or failure_kind(reason) not in TRANSPORT_FAILURES
+    }
+    return await _guarded(
+        store,
+        run,
+        _execute(
+            store,
+            run,
+            items,
+            skip,
+            on_progress=on_progress,
+            stop=stop,
+            factory=client_factory,
+            base_url=base_url,
+        ),
+    )

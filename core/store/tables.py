@@ -24,7 +24,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import ForeignKey, Index, LargeBinary, MetaData, String, Text
+from sqlalchemy import JSON, ForeignKey, Index, LargeBinary, MetaData, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from core.store.types import UTCDateTime
@@ -250,4 +250,64 @@ class TrainCheckpoint(Base):
     )
     step: Mapped[int] = mapped_column(primary_key=True)
     path: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime]
+
+
+# ----------------------------------------------------------------------------- evaluation
+#
+# * ``eval_runs``: one evaluation run (``core.eval``): the frozen request (JSON), the model,
+#   adapter and stored harness version it ran, the request's fingerprint (what makes two runs'
+#   rows comparable item by item; the harness-change gate reuses runs by it), how many items
+#   it planned, its status and the reason of a failure.
+# * ``eval_results``: one row per scored item (``core.eval.results.EvalResult``), unique per
+#   run by ``item_key`` (suite, task, variant seed, sample), with the grades as JSON and the
+#   agent trace (zlib-compressed JSON) for the pages that show why an item failed.
+
+
+class EvalRunRow(Base):
+    __tablename__ = "eval_runs"
+    __table_args__ = (
+        Index("ix_eval_runs_model_fingerprint", "model", "fingerprint", "harness_version"),
+    )
+
+    pk: Mapped[int] = mapped_column(primary_key=True)
+    id: Mapped[str] = mapped_column(String(64), unique=True)
+    status: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+    request: Mapped[dict[str, Any]] = mapped_column(JSON)
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str] = mapped_column(Text)
+    adapter: Mapped[str | None] = mapped_column(Text)
+    harness: Mapped[str] = mapped_column(Text)
+    harness_version: Mapped[str | None] = mapped_column(String(64))
+    total: Mapped[int] = mapped_column(default=0)
+    created_at: Mapped[datetime]
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+
+
+class EvalResultRow(Base):
+    __tablename__ = "eval_results"
+    __table_args__ = (
+        Index("ix_eval_results_run_pk_item_key", "run_pk", "item_key", unique=True),
+        Index("ix_eval_results_run_pk_suite", "run_pk", "suite"),
+    )
+
+    pk: Mapped[int] = mapped_column(primary_key=True)
+    run_pk: Mapped[int] = mapped_column(ForeignKey("eval_runs.pk", ondelete="CASCADE"))
+    item_key: Mapped[str] = mapped_column(Text)
+    suite: Mapped[str] = mapped_column(String(16))
+    task_id: Mapped[str] = mapped_column(Text)
+    sample: Mapped[int] = mapped_column(default=0)
+    variant_seed: Mapped[int | None]
+    dimension: Mapped[str | None] = mapped_column(String(32))
+    category: Mapped[str | None] = mapped_column(String(32))
+    score: Mapped[float]
+    passed: Mapped[bool]
+    status: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+    trace_id: Mapped[str | None] = mapped_column(String(64))
+    latency_s: Mapped[float | None]
+    grades: Mapped[dict[str, Any]] = mapped_column(JSON)
+    trace: Mapped[bytes | None]
     created_at: Mapped[datetime]
