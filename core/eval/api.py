@@ -212,12 +212,20 @@ class ComponentChange:
     """manifest | prompt | skill | tool | hook"""
     name: str
     change: str
-    """added | removed | modified"""
+    """added | removed | modified | renamed"""
     path: str
+    old_name: str | None = None
+    """renamed: the name under the `from` version (a tool with the same binding, a skill with
+    the same role or body)."""
 
     @property
     def label(self) -> str:
+        if self.old_name is not None:
+            return f"{self.component} {self.old_name} -> {self.name} ({self.change})"
         return f"{self.component} {self.name} ({self.change})"
+
+    def names(self) -> tuple[str, ...]:
+        return (self.name,) if self.old_name is None else (self.old_name, self.name)
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,160 @@
-"""Harness-change impact (work in progress)."""
+"""The harness-change gate: what moving from version V1 to V2 does to one deployed model.
+
+    report = impact(store, "demo", "production", "staging", suites=[Suite.LS_QA], limit=100)
+
+1. **Runs.** The suites run under both versions with the same settings. A stored run of the
+   same model, adapter, harness version and request fingerprint (core/eval/api.py) that
+   covers the suites is reused when it is done; one that stopped or failed is resumed; else a
+   new run is made. Re-running the gate after moving a label therefore costs only the new side.
+2. **Pairs.** Items are paired by key (suite, task, variant seed, sample); a failed item counts
+   as not passed and score 0. `delta` = mean score under V2 - under V1 over the pairs, with a
+   95 % paired bootstrap interval (items resampled with replacement, both sides together), and
+   the same for the pass rate.
+3. **Flips.** Pairs whose `passed` differs: `broke` (passed under V1 only) or `fixed`.
+4. **Grouping.** The store diff of the two versions lists the changed components (tools,
+   skills, hooks, prompt sections, the manifest). A flip is attributed to every changed
+   *specific* component it touched: a tool whose name either trace called or whose binding
+   the task needs (its gold plan) or either trace reached; a skill either trace loaded (or
+   tried to) or whose role the task needs; a hook that ran in either trace. Prompt sections
+   and the manifest reach every request, so a flip is attributed to them only when it touched
+   no specific change; a flip that touched nothing changed is listed apart (group None).
+   Attribution is a reading of the traces, not a causal proof: a flip listed under a renamed
+   tool is one whose task needs that tool.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from core.eval.api import (
+    ClientFactory,
+    ComponentChange,
+    ComponentGroup,
+    EvalError,
+    EvalRequest,
+    EvalRun,
+    Flip,
+    ImpactReport,
+    ProgressCallback,
+    RunStatus,
+    StopFlag,
+)
+from core.eval.results import EvalResult, ResultStatus, Suite
+from core.eval.store import ItemKey, list_runs, load_results, load_trace
+from core.store.errors import StoreError
+
 if TYPE_CHECKING:
-    from core.eval.api import (
-        ClientFactory,
-        EvalRequest,
-        ImpactReport,
-        ProgressCallback,
-        StopFlag,
-    )
-    from core.eval.results import Suite
     from core.store import Store
+
+GLOBAL_COMPONENTS = frozenset({"prompt", "manifest"})
+"""Components every request meets (module doc, step 4)."""
+
+
+# ----------------------------------------------------------------------------- statistics
+
+
+def paired_bootstrap(
+    before: Sequence[float],
+    after: Sequence[float],
+    *,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, tuple[float, float]]:
+    """(mean of after - before, its percentile bootstrap interval), pairs resampled together."""
+    if len(before) != len(after):
+        raise ValueError("paired samples must have the same length")
+    if not before:
+        return 0.0, (0.0, 0.0)
+    diffs = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(diffs), size=(resamples, len(diffs)))
+    means = diffs[picks].mean(axis=1)
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low, high = np.percentile(means, [tail, 100.0 - tail])
+    return float(diffs.mean()), (float(low), float(high))
+
+
+# ----------------------------------------------------------------------------- runs
+
+
+def _request_for(
+    request: EvalRequest | None,
+    model: str,
+    version: str,
+    suites: list[Suite],
+    limit: int | None,
+    adapter: str | None,
+    base_url: str | None,
+) -> EvalRequest:
+    base = request or EvalRequest(model=model, suites=suites)
+    return base.model_copy(
+        update={
+            "model": model,
+            "adapter": adapter,
+            "harness": version,
+            "suites": suites,
+            "limit": limit,
+            "base_url": base_url if base_url is not None else base.base_url,
+        }
+    )
+
+
+def reusable_run(store: Store, request: EvalRequest, version: str) -> EvalRun | None:
+    """The newest stored run that answers `request` under `version` (done first, then one
+    that stopped or failed and can be resumed), None when there is none."""
+    candidates = [
+        run
+        for run in list_runs(
+            store,
+            model=request.model,
+            fingerprint=request.fingerprint(),
+            harness_version=version,
+        )
+        if run.adapter == request.adapter and set(request.suites) <= set(run.suites)
+    ]
+    for wanted in (
+        (RunStatus.DONE,),
+        (RunStatus.STOPPED, RunStatus.FAILED),
+    ):
+        matching = [r for r in candidates if r.status in wanted]
+        if matching:
+            return matching[-1]
+    return None
+
+
+async def _side(
+    store: Store,
+    request: EvalRequest,
+    version: str,
+    *,
+    on_progress: ProgressCallback | None,
+    stop: StopFlag | None,
+    client_factory: ClientFactory | None,
+    reused: list[str],
+) -> EvalRun:
+    from core.eval.runner import continue_run, start_run
+
+    found = await asyncio.to_thread(reusable_run, store, request, version)
+    if found is not None and found.status is RunStatus.DONE:
+        reused.append(found.id)
+        return found
+    if found is not None:
+        return await continue_run(
+            store,
+            found.id,
+            on_progress=on_progress,
+            stop=stop,
+            client_factory=client_factory,
+            base_url=request.base_url,
+        )
+    return await start_run(
+        store, request, on_progress=on_progress, stop=stop, client_factory=client_factory
+    )
 
 
 async def run_impact(
@@ -31,8 +172,341 @@ async def run_impact(
     stop: StopFlag | None = None,
     client_factory: ClientFactory | None = None,
 ) -> ImpactReport:
-    raise NotImplementedError
+    """api.impact (module doc)."""
+    try:
+        v_from = await asyncio.to_thread(store.info, from_ref)
+        v_to = await asyncio.to_thread(store.info, to_ref)
+    except StoreError as exc:
+        raise EvalError(f"harness version: {exc}") from None
+    chosen = list(dict.fromkeys(suites or [Suite.LS_QA]))
+    if Suite.IFEVAL in chosen:
+        raise EvalError("impact compares agent suites; IFEval runs without the harness")
+    reused: list[str] = []
+    runs: list[EvalRun] = []
+    for version in (v_from.id, v_to.id):
+        req = _request_for(request, model, version, chosen, limit, adapter, base_url)
+        runs.append(
+            await _side(
+                store,
+                req,
+                version,
+                on_progress=on_progress,
+                stop=stop,
+                client_factory=client_factory,
+                reused=reused,
+            )
+        )
+    run_from, run_to = runs
+    changes = await asyncio.to_thread(changes_between, store, v_from.id, v_to.id)
+    return await asyncio.to_thread(compare_runs, store, run_from, run_to, changes, chosen, reused)
+
+
+# ----------------------------------------------------------------------------- comparison
+
+
+def changes_between(store: Store, from_id: str, to_id: str) -> list[ComponentChange]:
+    """The store diff as components; a removed and an added tool with the same binding (a
+    skill with the same role, or the same body) become one `renamed` change."""
+    diffs = store.diff(from_id, to_id)
+    old, new = store.load(from_id), store.load(to_id)
+    changes = [ComponentChange(d.component, d.name, d.change, d.path) for d in diffs]
+
+    def identity(component: str, name: str, harness: Any) -> str | None:
+        if component == "tool":
+            tool = harness.tool(name)
+            return f"binding:{tool.binding}" if tool is not None else None
+        if component == "skill":
+            skill = harness.skill(name)
+            if skill is None:
+                return None
+            role = (skill.metadata or {}).get("role")
+            return f"role:{role}" if role else f"body:{skill.body}"
+        return None
+
+    removed = {
+        (c.component, identity(c.component, c.name, old)): c
+        for c in changes
+        if c.change == "removed" and c.component in ("tool", "skill")
+    }
+    out: list[ComponentChange] = []
+    paired: set[int] = set()
+    for change in changes:
+        if change.change == "added" and change.component in ("tool", "skill"):
+            ident = identity(change.component, change.name, new)
+            gone = removed.get((change.component, ident)) if ident is not None else None
+            if gone is not None and id(gone) not in paired:
+                paired.add(id(gone))
+                out.append(
+                    ComponentChange(
+                        change.component, change.name, "renamed", change.path, gone.name
+                    )
+                )
+                continue
+        out.append(change)
+    return [c for c in out if id(c) not in paired]
+
+
+def compare_runs(
+    store: Store,
+    run_from: EvalRun,
+    run_to: EvalRun,
+    changes: list[ComponentChange],
+    suites: Iterable[Suite],
+    reused: list[str] | None = None,
+) -> ImpactReport:
+    """The report of two stored runs (module doc, steps 2-4)."""
+    wanted = {Suite(s) for s in suites}
+    before = {r.key: r for r in load_results(store, run_from.id) if r.suite in wanted}
+    after = {r.key: r for r in load_results(store, run_to.id) if r.suite in wanted}
+    keys = sorted(set(before) & set(after), key=lambda k: (k[0], k[1], k[2] or -1, k[3]))
+    s_from = [_score(before[k]) for k in keys]
+    s_to = [_score(after[k]) for k in keys]
+    p_from = [float(_passed(before[k])) for k in keys]
+    p_to = [float(_passed(after[k])) for k in keys]
+    delta, delta_ci = paired_bootstrap(s_from, s_to)
+    pass_delta, pass_ci = paired_bootstrap(p_from, p_to, seed=1)
+
+    flipped = [k for k in keys if _passed(before[k]) != _passed(after[k])]
+    attribution = _Attribution(store, run_from, run_to, changes)
+    flips: list[Flip] = []
+    for key in flipped:
+        labels = attribution.components(key)
+        flips.append(
+            Flip(
+                key=key,
+                direction="broke" if _passed(before[key]) else "fixed",
+                before=before[key],
+                after=after[key],
+                components=tuple(labels),
+            )
+        )
+    groups = [ComponentGroup(change) for change in changes]
+    by_label = {g.change.label: g for g in groups if g.change is not None}
+    loose = ComponentGroup(None)
+    for flip in flips:
+        if not flip.components:
+            loose.flips.append(flip)
+        for label in flip.components:
+            by_label[label].flips.append(flip)
+    if loose.flips:
+        groups.append(loose)
+    groups.sort(key=lambda g: (-len(g.flips), g.change.label if g.change else "~"))
+    n = len(keys)
+    return ImpactReport(
+        model=run_to.model,
+        adapter=run_to.adapter,
+        from_version=run_from.harness_version or "",
+        to_version=run_to.harness_version or "",
+        suites=sorted(wanted, key=lambda s: list(Suite).index(s)),
+        from_run=run_from.id,
+        to_run=run_to.id,
+        reused=list(reused or []),
+        changes=changes,
+        groups=groups,
+        flips=flips,
+        paired=n,
+        score_from=sum(s_from) / n if n else 0.0,
+        score_to=sum(s_to) / n if n else 0.0,
+        pass_from=sum(p_from) / n if n else 0.0,
+        pass_to=sum(p_to) / n if n else 0.0,
+        delta=delta,
+        delta_ci=delta_ci,
+        pass_delta=pass_delta,
+        pass_delta_ci=pass_ci,
+    )
+
+
+def _score(result: EvalResult) -> float:
+    return result.score if result.status is ResultStatus.OK else 0.0
+
+
+def _passed(result: EvalResult) -> bool:
+    return result.passed and result.status is ResultStatus.OK
+
+
+class _Attribution:
+    """Which changed components an item touched (module doc, step 4)."""
+
+    def __init__(
+        self, store: Store, run_from: EvalRun, run_to: EvalRun, changes: list[ComponentChange]
+    ) -> None:
+        from core.sim.catalog import load_catalog
+
+        self.store = store
+        self.runs = (run_from, run_to)
+        self.changes = changes
+        self.harnesses = tuple(
+            store.load(run.harness_version or "head", run.harness) for run in self.runs
+        )
+        self.catalog = load_catalog()
+        self._tasks: dict[str, Any] | None = None
+        # component name -> binding, for changed tools (from whichever version has the tool)
+        self.tool_bindings: dict[str, str] = {}
+        for harness in self.harnesses:
+            for tool in harness.tools:
+                self.tool_bindings.setdefault(tool.name, tool.binding)
+
+    def _task(self, task_id: str) -> Any:
+        if self._tasks is None:
+            from core.eval.runner import suite_tasks
+
+            seed = self.runs[1].request.seed
+            self._tasks = {}
+            for name in ("ls-qa", "robustness"):
+                self._tasks.update({t.id: t for t in suite_tasks(name, seed)})
+        return self._tasks.get(task_id)
+
+    def components(self, key: ItemKey) -> list[str]:
+        touched = self._touched(key)
+        specific = [
+            c.label
+            for c in self.changes
+            if c.component not in GLOBAL_COMPONENTS and _hit(c, touched)
+        ]
+        if specific:
+            return specific
+        return [c.label for c in self.changes if c.component in GLOBAL_COMPONENTS]
+
+    def _touched(self, key: ItemKey) -> dict[str, set[str]]:
+        from core.sim.expect import plan_task
+        from core.sim.surface import HarnessSurface
+
+        tools: set[str] = set()
+        bindings: set[str] = set()
+        skills: set[str] = set()
+        hooks: set[str] = set()
+        for run, harness in zip(self.runs, self.harnesses, strict=True):
+            trace = load_trace(self.store, run.id, key) or {}
+            surface = HarnessSurface(harness, {}, {}, {})
+            for step in trace.get("steps") or []:
+                kind = step.get("type")
+                if kind == "tool_call":
+                    name = str(step.get("name"))
+                    tools.add(name)
+                    binding = surface.binding_of(name)
+                    if binding is not None:
+                        bindings.add(binding)
+                elif kind == "skill_load":
+                    skills.add(str(step.get("name")))
+                elif kind == "hook":
+                    hooks.add(str(step.get("hook")))
+        task = self._task(key[1])
+        if task is not None:
+            plan = plan_task(task, self.catalog)
+            bindings.update(spec.binding for spec in plan.required())
+            roles = [*plan.gold_reply_roles(), *plan.strategy_roles()]
+            for harness in self.harnesses:
+                surface = HarnessSurface(harness, {}, {}, {})
+                for role in roles:
+                    skill = surface.skill_name(role)
+                    if skill is not None:
+                        skills.add(skill)
+        for tool_name, binding in self.tool_bindings.items():
+            if binding in bindings:
+                tools.add(tool_name)
+        return {"tool": tools, "skill": skills, "hook": hooks}
+
+
+def _hit(change: ComponentChange, touched: dict[str, set[str]]) -> bool:
+    names = touched.get(change.component, set())
+    return any(name in names for name in change.names())
+
+
+# ----------------------------------------------------------------------------- output
+
+
+def _result_dict(result: EvalResult) -> dict[str, Any]:
+    return {
+        "score": result.score,
+        "passed": result.passed,
+        "status": result.status.value,
+        "reason": result.reason,
+        "trace_id": result.trace_id,
+    }
 
 
 def report_dict(report: ImpactReport) -> dict[str, Any]:
-    raise NotImplementedError
+    """JSON-able form of an ImpactReport."""
+
+    def flip(f: Flip) -> dict[str, Any]:
+        return {
+            "suite": f.key[0],
+            "task_id": f.key[1],
+            "variant_seed": f.key[2],
+            "sample": f.key[3],
+            "direction": f.direction,
+            "components": list(f.components),
+            "before": _result_dict(f.before),
+            "after": _result_dict(f.after),
+        }
+
+    return {
+        "model": report.model,
+        "adapter": report.adapter,
+        "from_version": report.from_version,
+        "to_version": report.to_version,
+        "suites": [s.value for s in report.suites],
+        "from_run": report.from_run,
+        "to_run": report.to_run,
+        "reused": list(report.reused),
+        "paired": report.paired,
+        "score_from": report.score_from,
+        "score_to": report.score_to,
+        "delta": report.delta,
+        "delta_ci": list(report.delta_ci),
+        "pass_from": report.pass_from,
+        "pass_to": report.pass_to,
+        "pass_delta": report.pass_delta,
+        "pass_delta_ci": list(report.pass_delta_ci),
+        "broke": report.broke,
+        "fixed": report.fixed,
+        "changes": [
+            {
+                "component": c.component,
+                "name": c.name,
+                "old_name": c.old_name,
+                "change": c.change,
+                "path": c.path,
+            }
+            for c in report.changes
+        ],
+        "groups": [
+            {
+                "component": g.change.label if g.change is not None else None,
+                "broke": g.broke,
+                "fixed": g.fixed,
+                "flips": [flip(f) for f in g.flips],
+            }
+            for g in report.groups
+        ],
+    }
+
+
+def report_markdown(report: ImpactReport) -> str:
+    """A short Markdown summary (the CLI prints it; reports embed it)."""
+    lo, hi = report.delta_ci
+    plo, phi = report.pass_delta_ci
+    lines = [
+        f"# Harness change impact: {report.model}",
+        "",
+        f"- from `{report.from_version[:12]}` (run {report.from_run}) "
+        f"to `{report.to_version[:12]}` (run {report.to_run})",
+        f"- suites: {', '.join(s.value for s in report.suites)}; paired items: {report.paired}",
+        f"- score {report.score_from:.3f} -> {report.score_to:.3f}: "
+        f"delta {report.delta:+.3f} (95% CI {lo:+.3f} .. {hi:+.3f})",
+        f"- pass rate {report.pass_from:.3f} -> {report.pass_to:.3f}: "
+        f"delta {report.pass_delta:+.3f} (95% CI {plo:+.3f} .. {phi:+.3f})",
+        f"- flips: {report.broke} broke, {report.fixed} fixed",
+        "",
+        "| component | broke | fixed | items |",
+        "|---|---:|---:|---|",
+    ]
+    for group in report.groups:
+        label = group.change.label if group.change is not None else "(no changed component)"
+        items = ", ".join(
+            f"{f.key[1]}" + (f"#{f.key[2]}" if f.key[2] is not None else "")
+            for f in group.flips[:8]
+        )
+        more = f" (+{len(group.flips) - 8})" if len(group.flips) > 8 else ""
+        lines.append(f"| {label} | {group.broke} | {group.fixed} | {items}{more} |")
+    return "\n".join(lines) + "\n"
