@@ -5,16 +5,25 @@ problems shown at the fields they name."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
 
 from core.harness import HarnessError, Problem
 from studio import theme
 from studio.logic.document import Draft
 from studio.session import EditSession
-from studio.widgets.common import Banner, Field, chip, label
+from studio.widgets.common import Banner, CodeEdit, Field, chip, label
 
 DEBOUNCE_MS = 220
 _LINE_RE = re.compile(r"line (\d+)")
@@ -83,6 +92,62 @@ class ComponentEditor(QWidget):
         area.setFrameShape(QFrame.Shape.NoFrame)
         area.setWidget(widget)
         return area
+
+    # ------------------------------------------------------------------ the raw-file tab
+
+    def add_raw_tab(
+        self, title: str, hint: str, file_text: Callable[[Any], str], *, wrap: bool = False
+    ) -> None:
+        """The second tab: the component's whole file as text, applied as soon as it parses.
+        Its text is regenerated from the component only when the tab is in front and out of
+        date (a YAML/JSON dump per keystroke would be wasted while the form is showing)."""
+        raw = QWidget()
+        lay = QVBoxLayout(raw)
+        lay.setContentsMargins(0, 8, 0, 0)
+        lay.setSpacing(6)
+        lay.addWidget(label(hint, "FieldHint", wrap=True))
+        self.raw_banner = Banner()
+        lay.addWidget(self.raw_banner)
+        self.raw = CodeEdit()
+        if wrap:
+            self.raw.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        lay.addWidget(self.raw, 1)
+        self.tabs.addTab(raw, title)
+        self._file_text = file_text
+        self._raw_stale = True
+        self.tabs.currentChanged.connect(lambda _i: self._sync_raw())
+        self.raw.textChanged.connect(lambda: self.edited("raw") if not self._loading else None)
+
+    def _sync_raw(self) -> None:
+        if not self._raw_stale or self.tabs.currentIndex() != 1:
+            return
+        item = self.current()
+        if item is None:
+            return
+        was = self._loading
+        self._loading = True
+        try:
+            self.raw.setPlainText(self._file_text(item))
+        finally:
+            self._loading = was
+        self._raw_stale = False
+
+    def clear_raw_problems(self) -> None:
+        self.raw.mark_line(None)
+        self.raw_banner.hide()
+
+    def show_raw_problems(self, problems: list[Problem]) -> set[str]:
+        """Problems of the raw text in its own banner, the first line they name marked;
+        returns the messages shown (so the form does not repeat them)."""
+        shown = set()
+        lines = []
+        for p in problems:
+            where = f"{p.field}: " if p.field else ""
+            lines.append(f"{p.file}: {where}{p.message}")
+            shown.add(f"{where}{p.message}")
+        self.raw_banner.show_message("error", "\n".join(lines), closable=False)
+        self.raw.mark_line(next((problem_line(p) for p in problems if problem_line(p)), None))
+        return shown
 
     # ------------------------------------------------------------------ identity
 

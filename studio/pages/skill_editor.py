@@ -20,9 +20,9 @@ from PySide6.QtWidgets import (
 
 from core.harness import Problem, Skill
 from studio.logic.components import parse_skill_text, skill_file_text, skill_from_fields
-from studio.pages.editor_base import ComponentEditor, problem_line
+from studio.pages.editor_base import ComponentEditor
 from studio.session import EditSession
-from studio.widgets.common import Banner, CodeEdit, Field, Segmented, label, set_markdown
+from studio.widgets.common import CodeEdit, Field, Segmented, label, set_markdown
 
 
 class SkillEditor(ComponentEditor):
@@ -93,57 +93,26 @@ class SkillEditor(ComponentEditor):
         self.fields["body"] = Field("", split)
         self.fields["body"].title.hide()
         self.tabs.addTab(self.fields["body"], "Instructions")
-        # Raw SKILL.md
-        raw = QWidget()
-        rawl = QVBoxLayout(raw)
-        rawl.setContentsMargins(0, 8, 0, 0)
-        rawl.setSpacing(6)
-        rawl.addWidget(
-            label(
-                "The whole SKILL.md: YAML front matter between --- lines, then the body. "
-                "Edits apply as soon as the file parses.",
-                "FieldHint",
-                wrap=True,
-            )
+        self.add_raw_tab(
+            "SKILL.md",
+            "The whole SKILL.md: YAML front matter between --- lines, then the body. "
+            "Edits apply as soon as the file parses.",
+            skill_file_text,
+            wrap=True,
         )
-        self.raw_banner = Banner()
-        rawl.addWidget(self.raw_banner)
-        self.raw = CodeEdit()
-        self.raw.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
-        rawl.addWidget(self.raw, 1)
-        self.tabs.addTab(raw, "SKILL.md")
         self.body.addWidget(self.tabs, 1)
 
         self._preview_timer = QTimer(self)
         self._preview_timer.setSingleShot(True)
         self._preview_timer.setInterval(150)
         self._preview_timer.timeout.connect(self._render_preview)
-        self._raw_stale = True
-        self.tabs.currentChanged.connect(lambda _i: self._sync_raw())
 
         self.name.textEdited.connect(lambda _t: self.edited("name"))
         self.description.textChanged.connect(lambda: self.edited("description"))
         self.kind.changed.connect(lambda _v: self.edited("kind"))
         self.enabled.toggled.connect(lambda _v: self.edited("enabled"))
         self.markdown.textChanged.connect(self._body_changed)
-        self.raw.textChanged.connect(lambda: self.edited("raw") if not self._loading else None)
         self.description.textChanged.connect(self._count)
-
-    def _sync_raw(self) -> None:
-        """Regenerate the SKILL.md text if it is out of date and its tab is showing (a YAML
-        dump per keystroke would be wasted while the form tab is in front)."""
-        if not self._raw_stale or self.tabs.currentIndex() != 1:
-            return
-        item = self.current()
-        if item is None:
-            return
-        was = self._loading
-        self._loading = True
-        try:
-            self.raw.setPlainText(skill_file_text(item))
-        finally:
-            self._loading = was
-        self._raw_stale = False
 
     def _count(self) -> None:
         n = len(self.description.toPlainText())
@@ -169,8 +138,7 @@ class SkillEditor(ComponentEditor):
         self._preview_timer.start()
         self._raw_stale = True
         self._sync_raw()
-        self.raw.mark_line(None)
-        self.raw_banner.hide()
+        self.clear_raw_problems()
         self._count()
 
     def build(self, current: Skill) -> Skill:
@@ -210,8 +178,7 @@ class SkillEditor(ComponentEditor):
             else:  # the raw text follows the form (regenerated when its tab is shown)
                 self._raw_stale = True
                 self._sync_raw()
-            self.raw.mark_line(None)
-            self.raw_banner.hide()
+            self.clear_raw_problems()
         finally:
             self._loading = False
 
@@ -224,16 +191,7 @@ class SkillEditor(ComponentEditor):
             return set()
         if self.merge_field != "raw":
             return set()
-        taken = set()
-        lines = []
-        for p in problems:
-            where = f"{p.field}: " if p.field else ""
-            lines.append(f"{p.file}: {where}{p.message}")
-            taken.add(f"{where}{p.message}")
-        self.raw_banner.show_message("error", "\n".join(lines), closable=False)
-        line = next((problem_line(p) for p in problems if problem_line(p)), None)
-        self.raw.mark_line(line)
-        return taken
+        return self.show_raw_problems(problems)
 
     def show_problems(self, problems: list[Problem]) -> None:
         if self.merge_field == "raw" and problems:

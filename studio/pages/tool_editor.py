@@ -35,7 +35,7 @@ from studio.logic.components import (
 )
 from studio.pages.editor_base import ComponentEditor, problem_line
 from studio.session import EditSession
-from studio.widgets.common import Banner, CodeEdit, Field, button, label, set_invalid, tool_button
+from studio.widgets.common import Banner, Field, button, label, set_invalid, tool_button
 
 
 class ParamCard(QFrame):
@@ -169,48 +169,20 @@ class ToolEditor(ComponentEditor):
         pl.addWidget(self.scrolling(self.cards_host), 1)
         self.tabs.addTab(params, "Parameters")
 
-        raw = QWidget()
-        rl = QVBoxLayout(raw)
-        rl.setContentsMargins(0, 10, 0, 0)
-        rl.setSpacing(6)
-        rl.addWidget(
-            label(
-                'The tool file: OpenAI function shape {"type": "function", "function": {...}} plus '
-                '"x-hat" (binding). Paste a schema here; it applies as soon as it is valid.',
-                "FieldHint",
-                wrap=True,
-            )
+        self.add_raw_tab(
+            "JSON",
+            'The tool file: OpenAI function shape {"type": "function", "function": {...}} plus '
+            '"x-hat" (binding). Paste a schema here; it applies as soon as it is valid.',
+            tool_file_text,
         )
-        self.raw_banner = Banner()
-        rl.addWidget(self.raw_banner)
-        self.raw = CodeEdit()
-        rl.addWidget(self.raw, 1)
-        self.tabs.addTab(raw, "JSON")
         self.body.addWidget(self.tabs, 1)
         self.param_cards: list[ParamCard] = []
         self._base_schema: dict[str, Any] = {}
-        self._raw_stale = True
-        self.tabs.currentChanged.connect(lambda _i: self._sync_raw())
 
         self.name.textEdited.connect(lambda _t: self.edited("name"))
         self.binding.textEdited.connect(lambda _t: self.edited("binding"))
         self.description.textChanged.connect(lambda: self.edited("description"))
         self.enabled.toggled.connect(lambda _v: self.edited("enabled"))
-        self.raw.textChanged.connect(lambda: self.edited("raw") if not self._loading else None)
-
-    def _sync_raw(self) -> None:
-        if not self._raw_stale or self.tabs.currentIndex() != 1:
-            return
-        item = self.current()
-        if item is None:
-            return
-        was = self._loading
-        self._loading = True
-        try:
-            self.raw.setPlainText(tool_file_text(item))
-        finally:
-            self._loading = was
-        self._raw_stale = False
 
     # ------------------------------------------------------------------ parameter cards
 
@@ -263,8 +235,7 @@ class ToolEditor(ComponentEditor):
         self._set_rows(rows_from_schema(item.parameters))
         self._raw_stale = True
         self._sync_raw()
-        self.raw.mark_line(None)
-        self.raw_banner.hide()
+        self.clear_raw_problems()
         self.schema_banner.hide()
 
     def build(self, current: Tool) -> Tool:
@@ -314,8 +285,7 @@ class ToolEditor(ComponentEditor):
                 self._base_schema = dict(item.parameters)
                 self._raw_stale = True
                 self._sync_raw()
-            self.raw.mark_line(None)
-            self.raw_banner.hide()
+            self.clear_raw_problems()
         finally:
             self._loading = False
 
