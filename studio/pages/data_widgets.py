@@ -1,0 +1,131 @@
+"""Small panels the Data and Evaluate pages share: grades with their reasons, a facts grid,
+a titled pane, and a filter combo."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QVBoxLayout,
+    QWidget,
+)
+
+from studio.widgets.common import chip, clear_layout, label
+from studio.widgets.tables import score_tone
+
+TONE_CHIP = {
+    "success": "added",
+    "warning": "modified",
+    "danger": "removed",
+    "text-faint": "neutral",
+}
+
+
+def score_chip(score: float | None) -> QLabel:
+    text = "–" if score is None else (f"{score:.0f}" if score in (0.0, 1.0) else f"{score:.2f}")
+    return chip(text, TONE_CHIP[score_tone(score)])
+
+
+class Pane(QFrame):
+    """A rounded surface with a title row (title, aside on the right) and a body layout."""
+
+    def __init__(self, title: str, parent: QWidget | None = None, margins: int = 14) -> None:
+        super().__init__(parent)
+        self.setObjectName("Pane")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(margins, 10, margins, 12)
+        lay.setSpacing(8)
+        self.head = QHBoxLayout()
+        self.head.setSpacing(8)
+        self.title = label(title, "SectionTitle")
+        self.head.addWidget(self.title)
+        self.head.addStretch(1)
+        self.aside = label("", "Faint")
+        self.head.addWidget(self.aside)
+        lay.addLayout(self.head)
+        self.body = QVBoxLayout()
+        self.body.setSpacing(8)
+        lay.addLayout(self.body, 1)
+
+
+class GradesPanel(QWidget):
+    """The four graders: a score pill, the name, and the reasons under it."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.column = QVBoxLayout(self)
+        self.column.setContentsMargins(0, 0, 0, 0)
+        self.column.setSpacing(8)
+        self.scores: dict[str, float | None] = {}
+
+    def set_grades(self, grades: Sequence[tuple[str, str, float | None, Sequence[str]]]) -> None:
+        clear_layout(self.column)
+        self.scores = {key: score for key, _t, score, _r in grades}
+        for _key, title, score, reasons in grades:
+            row = QHBoxLayout()
+            row.setSpacing(8)
+            row.addWidget(score_chip(score), 0, Qt.AlignmentFlag.AlignTop)
+            text = QVBoxLayout()
+            text.setSpacing(1)
+            text.addWidget(label(title, "FieldLabel"))
+            if reasons:
+                shown = "\n".join(f"• {r}" for r in reasons[:4])
+                if len(reasons) > 4:
+                    shown += f"\n… {len(reasons) - 4} more"
+                why = label(shown, "Faint", wrap=True)
+                why.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+                text.addWidget(why)
+            row.addLayout(text, 1)
+            self.column.addLayout(row)
+        self.column.addStretch(1)
+
+
+class FactsGrid(QWidget):
+    """(label, value) pairs in two columns; values wrap and can be selected."""
+
+    def __init__(self, parent: QWidget | None = None, label_width: int = 92) -> None:
+        super().__init__(parent)
+        self.grid = QGridLayout(self)
+        self.grid.setContentsMargins(0, 0, 0, 0)
+        self.grid.setHorizontalSpacing(12)
+        self.grid.setVerticalSpacing(5)
+        self.grid.setColumnMinimumWidth(0, label_width)
+        self.grid.setColumnStretch(1, 1)
+        self.values: dict[str, str] = {}
+
+    def set_facts(self, facts: Sequence[tuple[str, str]]) -> None:
+        while self.grid.count():
+            item = self.grid.takeAt(0)
+            w = item.widget()
+            if w is not None:
+                w.setParent(None)
+                w.deleteLater()
+        self.values = dict(facts)
+        for row, (name, value) in enumerate(facts):
+            key = label(name, "FieldLabel")
+            key.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+            val = label(value, "", wrap=True)
+            val.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self.grid.addWidget(key, row, 0)
+            self.grid.addWidget(val, row, 1)
+        self.grid.setRowStretch(len(facts), 1)
+
+
+def fill_combo(combo: QComboBox, items: Sequence[tuple[str, str]], keep: bool = True) -> None:
+    """Replace a combo's (value, text) items, keeping the current value when it is still there."""
+    current = combo.currentData() if keep else None
+    combo.blockSignals(True)
+    combo.clear()
+    for value, text in items:
+        combo.addItem(text, value)
+    if current is not None:
+        idx = combo.findData(current)
+        if idx >= 0:
+            combo.setCurrentIndex(idx)
+    combo.blockSignals(False)
