@@ -1,0 +1,451 @@
+"""`hat eval …`: evaluation suites through the agent loop, and the harness-change gate.
+
+    hat eval run --model demo --suite ls-qa --suite hv-qa --limit 50 --variants 4
+    hat eval run --suite all --base-url http://127.0.0.1:8000/v1      # a server that runs
+    hat eval run --suite ls-qa --oracle                               # the ceiling, no server
+    hat eval list | show RUN [--failed] | resume RUN
+    hat eval impact --model demo --from production --to staging --suite ls-qa --limit 100
+
+A run's rows are stored as items complete, so Ctrl-C (or a dead server) loses nothing:
+`hat eval resume RUN` continues where it stopped. `--out DIR` writes the report (JSON,
+Markdown and plots) when the report module is installed, else the rows as JSONL.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from core.cli.common import console, err_console, fail, open_store
+
+if TYPE_CHECKING:
+    from core.eval.api import ClientFactory, EvalRun
+    from core.eval.results import EvalResult, Suite
+    from core.store import Store
+
+app = typer.Typer(help="Evaluate models: LS-QA, HV-QA, robustness, IFEval; harness impact.")
+
+SUITE_NAMES = ("ls-qa", "hv-qa", "robustness", "ifeval", "all")
+
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", help="Registered model (default: the demo model).")
+]
+AdapterOpt = Annotated[str | None, typer.Option("--adapter", help="Registered adapter.")]
+SuiteOpt = Annotated[
+    list[str] | None,
+    typer.Option("--suite", "-s", help="ls-qa | hv-qa | robustness | ifeval | all (repeatable)."),
+]
+LimitOpt = Annotated[
+    int | None, typer.Option("--limit", min=1, help="At most N tasks (prompts) per suite.")
+]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option("--base-url", help="Use a running OpenAI-compatible server (no managed one)."),
+]
+OracleOpt = Annotated[
+    bool,
+    typer.Option("--oracle", help="The simulator's oracle instead of a model (agent suites)."),
+]
+
+
+def _suites(names: list[str] | None) -> list[Suite]:
+    from core.eval.api import ALL_SUITES
+    from core.eval.results import Suite
+
+    chosen: list[Suite] = []
+    for name in names or ["ls-qa"]:
+        if name == "all":
+            chosen.extend(ALL_SUITES)
+            continue
+        try:
+            chosen.append(Suite(name))
+        except ValueError:
+            fail(f"unknown suite {name!r}; suites: {', '.join(SUITE_NAMES)}")
+    return list(dict.fromkeys(chosen))
+
+
+def _oracle(store: Store, memorised: str | None = None) -> ClientFactory:
+    from core.eval.runner import oracle_clients
+    from core.sim.catalog import load_catalog
+
+    fixed = store.load(memorised) if memorised is not None else None
+    return oracle_clients(load_catalog(), memorised=fixed)
+
+
+class _Bar:
+    """A progress bar on stderr fed by the runner's progress callback."""
+
+    def __init__(self, label: str) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[last]}"),
+            console=err_console,
+            transient=False,
+        )
+        self.task = self.progress.add_task(label, total=None, last="")
+
+    def __enter__(self) -> _Bar:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(None, None, None)
+
+    def __call__(self, done: int, total: int, last: EvalResult | None) -> None:
+        text = ""
+        if last is not None:
+            mark = "pass" if last.passed else (last.status.value if last.reason else "fail")
+            text = f"{last.suite.value} {last.task_id}: {mark}"
+        self.progress.update(self.task, completed=done, total=total, last=text)
+
+
+def summarize(results: list[EvalResult]) -> list[dict[str, Any]]:
+    """Per suite: items, mean score, pass rate, failed items (failed count as 0)."""
+    from core.eval.results import ResultStatus, Suite
+
+    out: list[dict[str, Any]] = []
+    order = list(Suite)
+    suites = sorted({r.suite for r in results}, key=order.index)
+    for suite in suites:
+        rows = [r for r in results if r.suite is suite]
+        ok = [r for r in rows if r.status is ResultStatus.OK]
+        n = len(rows)
+        out.append(
+            {
+                "suite": suite.value,
+                "items": n,
+                "score": sum(r.score for r in ok) / n if n else 0.0,
+                "pass_rate": sum(r.passed for r in ok) / n if n else 0.0,
+                "failed": n - len(ok),
+            }
+        )
+    return out
+
+
+def _print_summary(run: EvalRun, results: list[EvalResult]) -> None:
+    from rich.table import Table
+
+    table = Table(box=None, header_style="bold")
+    for column in ("suite", "items", "score", "pass rate", "failed"):
+        table.add_column(column, justify="left" if column == "suite" else "right")
+    for row in summarize(results):
+        table.add_row(
+            row["suite"],
+            str(row["items"]),
+            f"{row['score']:.3f}",
+            f"{row['pass_rate']:.3f}",
+            str(row["failed"]),
+        )
+    console.print(table)
+    status = run.status.value + (f" ({run.reason})" if run.reason else "")
+    console.print(f"run {run.id}: {status}, {run.done}/{run.total} items", markup=False)
+    if run.status.value != "done":
+        console.print(f"continue with: hat eval resume {run.id}", markup=False)
+
+
+def _write_out(store: Store, run: EvalRun, out: Path) -> None:
+    from core.eval.api import load_results
+
+    results = load_results(store, run.id)
+    out.mkdir(parents=True, exist_ok=True)
+    import importlib
+
+    try:
+        report_module: Any = importlib.import_module("core.eval.report")
+    except ImportError:
+        report_module = None
+    writer = getattr(report_module, "write_report", None) if report_module else None
+    if callable(writer):
+        paths = writer(results, out, run=run)
+        console.print(f"report written to {out}", markup=False)
+        for path in paths or []:
+            console.print(f"  {path}", markup=False)
+        return
+    path = out / f"{run.id}.jsonl"
+    with path.open("w", encoding="utf-8") as handle:
+        for result in results:
+            handle.write(result.model_dump_json() + "\n")
+    console.print(f"rows written to {path}", markup=False)
+
+
+def _finish(store: Store, run: EvalRun, out: Path | None) -> None:
+    from core.eval.api import load_results
+
+    _print_summary(run, load_results(store, run.id))
+    if out is not None:
+        _write_out(store, run, out)
+    if run.status.value == "failed":
+        raise typer.Exit(1)
+
+
+def _interrupted(store: Store) -> None:
+    from core.eval.api import list_eval_runs
+
+    runs = list_eval_runs(store)
+    hint = f": hat eval resume {runs[-1].id}" if runs else ""
+    err_console.print(f"stopped; the stored items are kept{hint}", markup=False)
+    raise typer.Exit(130)
+
+
+@app.command("run")
+def run_cmd(
+    model: ModelOpt = None,
+    adapter: AdapterOpt = None,
+    suite: SuiteOpt = None,
+    limit: LimitOpt = None,
+    variants: Annotated[int, typer.Option("--variants", min=1, help="HV-QA variants (K).")] = 8,
+    samples: Annotated[int, typer.Option("--samples", min=1, help="Repeats (pass^k).")] = 1,
+    seed: Annotated[int, typer.Option("--seed", min=0)] = 0,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 1,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1)] = 256,
+    temperature: Annotated[float, typer.Option("--temperature", min=0.0)] = 0.0,
+    harness: Annotated[
+        str | None,
+        typer.Option("--harness", help="Stored version (default: live-host@production)."),
+    ] = None,
+    engine: Annotated[str, typer.Option("--engine", help="transformers | vllm")] = "transformers",
+    base_url: BaseUrlOpt = None,
+    model_id: Annotated[
+        str | None, typer.Option("--model-id", help="Model id at --base-url.")
+    ] = None,
+    ifeval: Annotated[
+        Path | None, typer.Option("--ifeval", help="IFEval prompts JSONL (input_data.jsonl).")
+    ] = None,
+    oracle: OracleOpt = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the report here.")] = None,
+) -> None:
+    """Evaluate a model on one or more suites; rows are stored as they complete."""
+    from pydantic import ValidationError
+
+    from core.eval.api import EvalError, EvalRequest, run_eval
+    from core.models import DEMO_MODEL_NAME
+
+    if engine not in ("transformers", "vllm"):
+        fail(f"unknown engine {engine!r}; engines: transformers, vllm")
+    name = model or ("oracle" if oracle else DEMO_MODEL_NAME)
+    try:
+        request = EvalRequest(
+            model=name,
+            adapter=adapter,
+            suites=_suites(suite),
+            harness=harness,
+            limit=limit,
+            variants=variants,
+            samples=samples,
+            seed=seed,
+            concurrency=concurrency,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            base_url=base_url,
+            model_id=model_id,
+            engine=engine,  # type: ignore[arg-type]
+            ifeval_path=str(ifeval) if ifeval is not None else None,
+        )
+    except ValidationError as exc:
+        fail(f"invalid evaluation request: {exc}")
+    with open_store() as store:
+        factory = _oracle(store) if oracle else None
+        try:
+            with _Bar("eval") as bar:
+                run = run_eval(store, request, on_progress=bar, client_factory=factory)
+        except EvalError as exc:
+            fail(str(exc))
+        except KeyboardInterrupt:
+            _interrupted(store)
+        _finish(store, run, out)
+
+
+@app.command("resume")
+def resume_cmd(
+    run_id: Annotated[str, typer.Argument(help="Run id or unique prefix.")],
+    base_url: BaseUrlOpt = None,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(
+            "--retry-failed/--keep-failed",
+            help="Run again items that failed for transport reasons (server errors, timeouts).",
+        ),
+    ] = True,
+    oracle: OracleOpt = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the report here.")] = None,
+) -> None:
+    """Continue a run where it stopped (stored items are skipped)."""
+    from core.eval.api import EvalError, resume_eval
+
+    with open_store() as store:
+        factory = _oracle(store) if oracle else None
+        try:
+            with _Bar("resume") as bar:
+                run = resume_eval(
+                    store,
+                    run_id,
+                    on_progress=bar,
+                    client_factory=factory,
+                    base_url=base_url,
+                    retry_failed=retry_failed,
+                )
+        except EvalError as exc:
+            fail(str(exc))
+        except KeyboardInterrupt:
+            _interrupted(store)
+        _finish(store, run, out)
+
+
+@app.command("list")
+def list_cmd() -> None:
+    """Evaluation runs, oldest first."""
+    from core.eval.api import list_eval_runs
+
+    with open_store() as store:
+        runs = list_eval_runs(store)
+    if not runs:
+        console.print("no evaluation runs (hat eval run starts one)")
+        return
+    for run in runs:
+        model = run.model + (f"+{run.adapter}" if run.adapter else "")
+        version = (run.harness_version or "")[:8]
+        suites = ",".join(s.value for s in run.suites)
+        console.print(
+            f"{run.id}  {run.status.value:<7}  {run.done}/{run.total} items  "
+            f"{run.passed} passed  {run.failed} failed  {model}  {run.harness}@{version}  "
+            f"{suites}",
+            markup=False,
+            soft_wrap=True,
+        )
+
+
+@app.command("show")
+def show_cmd(
+    run_id: Annotated[str, typer.Argument(help="Run id or unique prefix.")],
+    failed: Annotated[bool, typer.Option("--failed", help="List the failed items.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Run, summary and rows as JSON.")] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the report here.")] = None,
+) -> None:
+    """A run's settings, per-suite summary, and (with --failed) its failed items."""
+    from core.eval.api import get_eval_run, load_results
+    from core.eval.results import ResultStatus
+
+    with open_store() as store:
+        run = get_eval_run(store, run_id)
+        results = load_results(store, run.id)
+        if as_json:
+            data = {
+                "id": run.id,
+                "status": run.status.value,
+                "reason": run.reason,
+                "model": run.model,
+                "adapter": run.adapter,
+                "harness": run.harness,
+                "harness_version": run.harness_version,
+                "request": run.request.model_dump(mode="json"),
+                "total": run.total,
+                "done": run.done,
+                "summary": summarize(results),
+                "results": [r.model_dump(mode="json") for r in results],
+            }
+            console.print_json(json.dumps(data))
+            return
+        console.print(
+            f"run {run.id}  model {run.model}"
+            + (f" + {run.adapter}" if run.adapter else "")
+            + f"  harness {run.harness}@{(run.harness_version or '')[:12]}",
+            markup=False,
+        )
+        settings = run.request.model_dump(
+            exclude={"model", "adapter", "harness", "suites"}, exclude_none=True
+        )
+        console.print("settings: " + json.dumps(settings), markup=False)
+        _print_summary(run, results)
+        if failed:
+            for result in results:
+                if result.status is ResultStatus.FAILED:
+                    where = f"{result.suite.value} {result.task_id}"
+                    if result.variant_seed is not None:
+                        where += f" #{result.variant_seed} ({result.dimension})"
+                    console.print(f"  {where}: {result.reason}", markup=False)
+        if out is not None:
+            _write_out(store, run, out)
+
+
+@app.command("impact")
+def impact_cmd(
+    from_ref: Annotated[str, typer.Option("--from", help="Harness version now deployed.")],
+    to_ref: Annotated[str, typer.Option("--to", help="Harness version to deploy.")],
+    model: ModelOpt = None,
+    adapter: AdapterOpt = None,
+    suite: SuiteOpt = None,
+    limit: LimitOpt = None,
+    variants: Annotated[int, typer.Option("--variants", min=1, help="HV-QA variants (K).")] = 8,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1)] = 256,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 1,
+    engine: Annotated[str, typer.Option("--engine", help="transformers | vllm")] = "transformers",
+    base_url: BaseUrlOpt = None,
+    oracle: Annotated[
+        bool,
+        typer.Option(
+            "--oracle",
+            help="Instead of a model, the oracle fixed on the --from harness's names: a "
+            "stand-in for a model fine-tuned on it (shows what the edit breaks).",
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The report as JSON.")] = False,
+) -> None:
+    """What moving from one harness version to another does to a model: flipped tasks by
+    changed component, score change with its 95 % interval."""
+    from core.eval.api import EvalError, EvalRequest, impact
+    from core.eval.impact import report_markdown
+    from core.models import DEMO_MODEL_NAME
+
+    if engine not in ("transformers", "vllm"):
+        fail(f"unknown engine {engine!r}; engines: transformers, vllm")
+    name = model or ("oracle" if oracle else DEMO_MODEL_NAME)
+    suites = _suites(suite)
+    request = EvalRequest(
+        model=name,
+        suites=suites,
+        variants=variants,
+        max_tokens=max_tokens,
+        concurrency=concurrency,
+        engine=engine,  # type: ignore[arg-type]
+    )
+    with open_store() as store:
+        factory = _oracle(store, from_ref) if oracle else None
+        try:
+            with _Bar("impact") as bar:
+                report = impact(
+                    store,
+                    name,
+                    from_ref,
+                    to_ref,
+                    suites=suites,
+                    limit=limit,
+                    adapter=adapter,
+                    base_url=base_url,
+                    request=request,
+                    on_progress=bar,
+                    client_factory=factory,
+                )
+        except EvalError as exc:
+            fail(str(exc))
+        except KeyboardInterrupt:
+            _interrupted(store)
+    if as_json:
+        console.print_json(json.dumps(report.to_dict()))
+    else:
+        console.print(report_markdown(report), markup=False)
