@@ -83,8 +83,8 @@ class EvalRequest(BaseModel):
     item_timeout_s: float = Field(default=600.0, gt=0, description="One whole item.")
     ifeval_path: str | None = Field(
         default=None,
-        description="IFEval prompts (JSONL, the official input_data.jsonl layout). None: "
-        "google/IFEval through `datasets` when installed.",
+        description="IFEval prompts: the official input_data.jsonl or a JSON/JSONL export of "
+        "google/IFEval. None: core.eval.ifeval's default file (<home>/datasets/ifeval/).",
     )
 
     @field_validator("suites")

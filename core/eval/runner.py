@@ -44,7 +44,7 @@ import hashlib
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
@@ -364,21 +364,22 @@ class _Context:
 
 
 def _failed(item: EvalItem, reason: str, trace: Trace | None = None, **extra: Any) -> EvalResult:
-    return EvalResult(
-        suite=item.suite,
-        task_id=item.task_id,
-        sample=item.sample,
-        variant_seed=item.variant_seed,
-        dimension=item.dimension,
-        category=item.category,
-        score=0.0,
-        passed=False,
-        status=ResultStatus.FAILED,
-        reason=reason,
-        trace_id=trace.request_id if trace is not None else None,
-        latency_s=trace.e2e_s if trace is not None else None,
-        **extra,
-    )
+    fields: dict[str, Any] = {
+        "suite": item.suite,
+        "task_id": item.task_id,
+        "sample": item.sample,
+        "variant_seed": item.variant_seed,
+        "dimension": item.dimension,
+        "category": item.category,
+        "score": 0.0,
+        "passed": False,
+        "status": ResultStatus.FAILED,
+        "reason": reason,
+        "trace_id": trace.request_id if trace is not None else None,
+        "latency_s": trace.e2e_s if trace is not None else None,
+    }
+    fields.update(extra)
+    return EvalResult(**fields)
 
 
 async def _variant_harness(ctx: _Context, item: EvalItem, base: Harness) -> Harness:
@@ -457,44 +458,34 @@ async def _agent_item(ctx: _Context, item: EvalItem) -> _Outcome:
 
 
 async def _ifeval_item(ctx: _Context, item: EvalItem) -> _Outcome:
+    """One IFEval prompt asked plainly (one user message, no harness) through the client; a
+    failed row keeps the prompt's instructions, all not followed, for instruction-level
+    accounting (`core.eval.ifeval.aggregate_results`)."""
     from core.runtime.client import ModelError
     from core.sim.surface import HarnessSurface
 
+    ifeval = _ifeval_module()
     record = item.prompt or {}
-    text = str(record.get("prompt") or "")
     client = _client(ctx, item, ctx.harness, HarnessSurface(ctx.harness, {}, {}, {}))
-    messages: list[Message] = [{"role": "user", "content": text}]
+    messages: list[Message] = [{"role": "user", "content": str(record.get("prompt") or "")}]
     started = time.monotonic()
+    reason: str | None = None
+    response = ""
     try:
         reply = await client.complete(messages)
+        response = reply.content or ""
+        if not response.strip():
+            reason = "empty_output: the model produced no text"
     except ModelError as exc:
-        return _Outcome(_failed(item, f"model_error: {exc}", latency_s=time.monotonic() - started))
+        reason = f"model_error: {exc}"
     latency = time.monotonic() - started
-    response = reply.content or ""
-    if not response.strip():
-        reason = "empty_output: the model produced no text"
-        return _Outcome(_failed(item, reason, latency_s=latency))
-    scored = _ifeval_module().score_response(record, response)
-    strict = _first_bool(scored, ("prompt_strict", "prompt_level_strict", "strict", "passed"))
-    grades = dict(scored)
-    grades.setdefault("response", response)
-    result = EvalResult(
-        suite=item.suite,
-        task_id=item.task_id,
-        sample=item.sample,
-        score=1.0 if strict else 0.0,
-        passed=strict,
-        grades=grades,
-        latency_s=latency,
+    score = ifeval.score_response(record, response)
+    result: EvalResult = ifeval.to_result(
+        score, sample=item.sample, response=response, latency_s=latency
     )
+    if reason is not None:
+        result = _failed(item, reason, grades=dict(score), latency_s=latency)
     return _Outcome(result)
-
-
-def _first_bool(data: dict[str, Any], names: Iterable[str]) -> bool:
-    for name in names:
-        if name in data:
-            return bool(data[name])
-    raise EvalError(f"IFEval scoring returned none of {', '.join(names)}: {sorted(data)}")
 
 
 async def run_item(ctx: _Context, item: EvalItem) -> _Outcome:
