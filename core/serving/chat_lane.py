@@ -1,0 +1,165 @@
+"""One column of the studio chat: a harness version and a `ChatSession` against an endpoint.
+
+    lane = ChatLane("A", harness, store=store)
+    trace = await lane.ask("how much is link 5?", endpoint, task=preset.task,
+                           on_delta=..., on_event=...)
+    lane.session.rows           # latency rows (the first is the warm-up)
+
+A/B mode runs two lanes on the same viewer message: two harness versions against one server, or
+one harness against two servers. Each lane keeps its own history and latency rows.
+
+Each request gets a new client (`client_factory`, default `OpenAIChatClient`), closed when the
+request ends: the studio runs requests either on its qasync loop or, without one, with
+`asyncio.run` in a worker thread, and an HTTP client must not outlive the loop it was made on.
+Each request also gets a fresh simulated room (`viewer_stream.room_bindings`) for its task.
+
+`fresh=True` answers the message without the conversation so far and leaves that conversation
+as it was (a live-room replay, where viewers' questions are independent). A failed request
+leaves the history unchanged (`ChatSession`), so after a restart the viewer can ask again.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from core.harness.models import Harness
+from core.runtime.client import ChatClient, DeltaCallback, Message, ModelError, ModelReply
+from core.runtime.loop import EventCallback
+from core.runtime.trace import Trace
+from core.serving.chat import ChatSession
+from core.serving.chat_server import Endpoint
+from core.serving.client import GenerationOptions, OpenAIChatClient
+from core.serving.viewer_stream import room_bindings
+from core.sim.models import Task
+from core.store import Store
+
+
+class ClosableClient(ChatClient, Protocol):
+    async def aclose(self) -> None: ...
+
+
+ClientFactory = Callable[[Endpoint, GenerationOptions, "ChatLane"], ChatClient]
+
+
+def default_client(
+    endpoint: Endpoint, options: GenerationOptions, lane: ChatLane, *, timeout_s: float = 120.0
+) -> ChatClient:
+    del lane
+    return OpenAIChatClient(
+        endpoint.base_url, endpoint.model_id, options=options, timeout_s=timeout_s
+    )
+
+
+class _NoClient:
+    """The session's client between requests (each request brings its own)."""
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        on_delta: DeltaCallback | None = None,
+    ) -> ModelReply:
+        raise ModelError("no model server is connected")
+
+
+class ChatLane:
+    def __init__(
+        self,
+        name: str,
+        harness: Harness,
+        *,
+        store: Store | None = None,
+        harness_label: str = "",
+        warmup: int = 1,
+    ) -> None:
+        self.name = name
+        self.store = store
+        self.warmup = warmup
+        self.harness = harness
+        self.harness_label = harness_label or harness.name
+        self.session = self._new_session(harness)
+
+    def _new_session(self, harness: Harness) -> ChatSession:
+        return ChatSession(
+            harness,
+            _NoClient(),
+            room_bindings(),
+            store=self.store,
+            session=f"chat-{self.name.lower()}-{uuid.uuid4().hex[:10]}",
+            warmup=self.warmup,
+        )
+
+    def reset(self, harness: Harness | None = None, harness_label: str | None = None) -> None:
+        """A new conversation (and latency session), optionally under another harness."""
+        if harness is not None:
+            self.harness = harness
+            self.harness_label = harness_label or harness.name
+        self.session = self._new_session(self.harness)
+
+    @property
+    def history(self) -> list[Message]:
+        return self.session.history
+
+    async def ask(
+        self,
+        message: str,
+        endpoint: Endpoint,
+        *,
+        task: Task | None = None,
+        options: GenerationOptions | None = None,
+        client_factory: ClientFactory | None = None,
+        on_delta: DeltaCallback | None = None,
+        on_event: EventCallback | None = None,
+        fresh: bool = False,
+    ) -> Trace:
+        """One agent request of this lane (see the module doc)."""
+        session = self.session
+        factory = client_factory or default_client
+        client = factory(endpoint, options or GenerationOptions(), self)
+        session.client = client
+        session.bindings = room_bindings(task)
+        session.engine = endpoint.engine
+        session.model = endpoint.model
+        kept = session.history
+        if fresh:
+            session.history = []
+        try:
+            return await session.ask(message, on_delta=on_delta, on_event=on_event)
+        finally:
+            if fresh:
+                session.history = kept
+            session.client = _NoClient()
+            close = getattr(client, "aclose", None)
+            if close is not None:
+                await close()
+
+
+# ----------------------------------------------------------------------------- harness choices
+
+
+@dataclass(frozen=True)
+class HarnessChoice:
+    """A stored harness version the chat can run under."""
+
+    harness: str
+    version_id: str
+    labels: tuple[str, ...]
+    message: str
+
+    @property
+    def label(self) -> str:
+        tags = f" · {', '.join(self.labels)}" if self.labels else ""
+        return f"{self.harness} @ {self.version_id[:10]}{tags}"
+
+
+def harness_choices(store: Store, *, per_harness: int = 30) -> list[HarnessChoice]:
+    """Versions of every stored harness, newest first within each harness."""
+    out: list[HarnessChoice] = []
+    for name in store.harness_names():
+        for info in store.log(name, limit=per_harness):
+            out.append(HarnessChoice(name, info.id, tuple(info.labels), info.message))
+    return out

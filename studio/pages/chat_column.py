@@ -1,0 +1,265 @@
+"""One column of the chat page: the conversation of one lane, request by request, and the
+lane's session latency panel.
+
+A request is a `TurnView`: the viewer's bubble, then what the agent loop reports as it happens —
+streamed model text in a host bubble, cards for skill loads, tool calls, tool results and hook
+decisions — and at the end the latency row (or a fault card saying what went wrong and what to
+do). `LaneStream` carries the loop's callbacks to the GUI thread: requests run either on the
+qasync loop (the GUI thread) or in a worker thread, and Qt queues a signal emitted from another
+thread, in order. Streamed text is buffered and drawn at most every `FLUSH_MS`, so a fast model
+does not relayout the column once per token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QVBoxLayout, QWidget
+
+from core.runtime.trace import ModelCallStep, ReplyStep, Step, Trace
+from core.serving.chat_cards import SessionSummary, cards_for_step, reply_latency
+from studio.widgets.cards import (
+    Divider,
+    FaultCard,
+    HostBubble,
+    LatencyRow,
+    StatsPanel,
+    StepCard,
+    ViewerBubble,
+)
+from studio.widgets.common import label
+
+FLUSH_MS = 40
+
+
+class TurnView(QWidget):
+    """One agent request as it unfolds."""
+
+    def __init__(self, message: str, meta: str = "", host: str = "Host") -> None:
+        super().__init__()
+        self.host = host
+        self.lay = QVBoxLayout(self)
+        self.lay.setContentsMargins(0, 6, 0, 6)
+        self.lay.setSpacing(6)
+        self.viewer = ViewerBubble(message, meta)
+        self.lay.addWidget(self.viewer)
+        self.cards: list[StepCard] = []
+        self.bubbles: list[HostBubble] = []
+        self.draft: HostBubble | None = None
+        self.latency: LatencyRow | None = None
+        self.fault: FaultCard | None = None
+        self.trace: Trace | None = None
+
+    # ------------------------------------------------------------------ streaming
+
+    def delta(self, text: str) -> None:
+        if self.draft is None:
+            self.draft = HostBubble(self.host)
+            self.lay.addWidget(self.draft)
+        self.draft.append(text)
+
+    def step(self, step: Step, index: int) -> None:
+        if isinstance(step, ModelCallStep):
+            self._model_call(step)
+        elif isinstance(step, ReplyStep):
+            bubble = self.draft
+            if bubble is None:  # a reply whose text never streamed (the client sent it whole)
+                bubble = HostBubble(self.host)
+                self.lay.addWidget(bubble)
+            bubble.set_text(step.content)
+            note = (
+                "" if step.accepted else f"Blocked by {step.blocked_by}: the model was asked again"
+            )
+            bubble.finish(step.accepted, note)
+            self.bubbles.append(bubble)
+            self.draft = None
+        for card in cards_for_step(step, index):
+            widget = StepCard(card)
+            self.cards.append(widget)
+            self.lay.addWidget(widget)
+
+    def _model_call(self, step: ModelCallStep) -> None:
+        draft = self.draft
+        if draft is None:
+            return
+        if step.error is not None or step.tool_calls or step.parse_errors:
+            # The text was tool calls (their cards follow) or broke off: not a reply.
+            self.lay.removeWidget(draft)
+            draft.deleteLater()
+            self.draft = None
+        else:
+            draft.set_text(step.content)
+
+    # ------------------------------------------------------------------ end
+
+    def finish(self, trace: Trace) -> None:
+        self.trace = trace
+        if self.draft is not None:  # streamed text the loop never turned into a reply
+            self.draft.finish(False, "Not used as a reply")
+            self.draft = None
+        self.latency = LatencyRow(reply_latency(trace))
+        self.lay.addWidget(self.latency)
+
+    def fail(
+        self,
+        title: str,
+        message: str,
+        log_tail: str = "",
+        actions: Sequence[tuple[str, str, Callable[[], None]]] = (),
+    ) -> FaultCard:
+        self.fault = FaultCard(title, message, log_tail, actions)
+        self.lay.addWidget(self.fault)
+        return self.fault
+
+    # ------------------------------------------------------------------ for tests and views
+
+    def card_kinds(self) -> list[str]:
+        return [c.card.kind for c in self.cards]
+
+    def reply_text(self) -> str:
+        accepted = [b for b in self.bubbles if b.state == "accepted"]
+        return accepted[-1].plain_text() if accepted else ""
+
+
+class LaneStream(QObject):
+    """Loop callbacks -> the current TurnView, on the GUI thread, in order."""
+
+    posted = Signal(object)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.turn: TurnView | None = None
+        self._text: list[str] = []
+        self._steps = 0
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(FLUSH_MS)
+        self._timer.timeout.connect(self.flush)
+        self.posted.connect(self._receive)
+
+    def attach(self, turn: TurnView) -> None:
+        self.flush()
+        self.turn = turn
+        self._steps = 0
+
+    # callbacks: any thread
+    def delta(self, text: str) -> None:
+        self.posted.emit(("delta", text))
+
+    def step(self, step: Step) -> None:
+        self.posted.emit(("step", step))
+
+    @Slot(object)
+    def _receive(self, item: tuple[str, Any]) -> None:
+        kind, payload = item
+        if kind == "delta":
+            self._text.append(payload)
+            if not self._timer.isActive():
+                self._timer.start()
+            return
+        self.flush()
+        if self.turn is not None:
+            self.turn.step(payload, self._steps)
+        self._steps += 1
+
+    def flush(self) -> None:
+        self._timer.stop()
+        if self._text and self.turn is not None:
+            self.turn.delta("".join(self._text))
+        self._text = []
+
+
+class ChatColumn(QFrame):
+    """Header (lane, model, harness, status), the conversation, the session panel."""
+
+    def __init__(self, lane: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.lane = lane
+        self.setObjectName("ChatColumn")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        header = QFrame()
+        header.setObjectName("ColumnHeader")
+        hl = QHBoxLayout(header)
+        hl.setContentsMargins(16, 9, 16, 9)
+        hl.setSpacing(9)
+        self.badge = label(lane, "LaneBadge")
+        self.badge.setFixedSize(20, 20)
+        self.badge.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        hl.addWidget(self.badge)
+        titles = QVBoxLayout()
+        titles.setSpacing(0)
+        self.title = label("No model server", "ColumnTitle")
+        self.meta = label("", "ColumnMeta")
+        titles.addWidget(self.title)
+        titles.addWidget(self.meta)
+        hl.addLayout(titles, 1)
+        self.status = label("", "ColumnMeta")
+        hl.addWidget(self.status)
+        lay.addWidget(header)
+
+        self.scroll = QScrollArea()
+        self.scroll.setObjectName("ChatScroll")
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        body = QWidget()
+        self.flow = QVBoxLayout(body)
+        self.flow.setContentsMargins(18, 12, 18, 12)
+        self.flow.setSpacing(4)
+        self.empty = label(
+            "Ask something as a viewer would, or pick a preset on the left.", "EmptyChat", wrap=True
+        )
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.flow.addWidget(self.empty)
+        self.flow.addStretch(1)
+        self.scroll.setWidget(body)
+        lay.addWidget(self.scroll, 1)
+        self.stats = StatsPanel()
+        lay.addWidget(self.stats)
+
+        self.stream = LaneStream(self)
+        self.turns: list[TurnView] = []
+        self._stick = True
+        bar = self.scroll.verticalScrollBar()
+        bar.valueChanged.connect(lambda v: setattr(self, "_stick", v >= bar.maximum() - 30))
+        bar.rangeChanged.connect(lambda _lo, hi: self._stick and bar.setValue(hi))
+
+    def _insert(self, widget: QWidget) -> None:
+        self.empty.hide()
+        self.flow.insertWidget(self.flow.count() - 1, widget)
+
+    def set_header(self, title: str, meta: str) -> None:
+        self.title.setText(title)
+        self.meta.setText(meta)
+
+    def set_status(self, text: str) -> None:
+        self.status.setText(text)
+
+    def begin_turn(self, message: str, meta: str = "") -> TurnView:
+        turn = TurnView(message, meta)
+        self.turns.append(turn)
+        self._insert(turn)
+        self.stream.attach(turn)
+        self._stick = True
+        return turn
+
+    def add_divider(self, text: str) -> None:
+        if self.turns:
+            self._insert(Divider(text))
+
+    def clear(self) -> None:
+        self.stream.attach(None)  # type: ignore[arg-type]
+        while self.flow.count() > 2:
+            item = self.flow.takeAt(1)
+            w = item.widget()
+            if w is not None:
+                w.setParent(None)
+                w.deleteLater()
+        self.turns = []
+        self.empty.show()
+
+    def show_stats(self, summary: SessionSummary) -> None:
+        self.stats.show_summary(summary)

@@ -1,0 +1,414 @@
+"""The chat's building blocks: viewer and host bubbles, step cards, the latency row, fault cards,
+the session latency panel.
+
+Content comes from `core.serving.chat_cards` (plain data); these widgets only draw it. Colours
+come from `stylesheet()`, which the chat page installs on itself and re-applies on every theme
+change, so the cards follow light and dark like the rest of the studio.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.serving.chat_cards import Card, ReplyLatency, SessionSummary
+from studio import theme
+from studio.widgets.common import button, label, repolish
+
+KIND_ICONS = {
+    "skill": "skill",
+    "tool_call": "tool",
+    "tool_result": "check",
+    "hook": "hook",
+    "parse_error": "alert",
+    "model_error": "alert",
+}
+KIND_TITLES = {
+    "skill": "Skill loaded",
+    "tool_call": "Tool call",
+    "tool_result": "Tool result",
+    "hook": "Hook",
+    "parse_error": "Output",
+    "model_error": "Model",
+}
+STATUS_ROLES = {
+    "ok": "text-muted",
+    "allow": "success",
+    "block": "danger",
+    "error": "danger",
+    "warning": "warning",
+}
+
+
+def stylesheet() -> str:
+    """QSS for the chat widgets in the current theme's colours."""
+    c = theme.color
+    mono = theme.mono_font().family()
+    return f"""
+#ChatScroll, #ChatScroll > QWidget > QWidget {{ background: {c("window")}; }}
+#ChatColumn {{ background: {c("window")}; }}
+#ColumnHeader {{ background: {c("surface")}; border-bottom: 1px solid {c("border")}; }}
+#LaneBadge {{ background: {c("accent")}; color: {c("on-accent")}; border-radius: 10px;
+    font-weight: 700; font-size: 11px; }}
+#ColumnTitle {{ font-size: 13px; font-weight: 600; color: {c("text")}; }}
+#ColumnMeta {{ font-size: 11.5px; color: {c("text-faint")}; }}
+#ViewerBubble {{ background: {c("accent")}; border-radius: 14px; }}
+#ViewerText {{ color: {c("on-accent")}; font-size: 13px; }}
+#BubbleMeta {{ color: {c("text-faint")}; font-size: 11px; }}
+#HostBubble {{ background: {c("surface")}; border: 1px solid {c("border")}; border-radius: 14px; }}
+#HostBubble[state="blocked"] {{ background: {c("surface-alt")};
+    border: 1px dashed {c("border-strong")}; }}
+#HostBubble[state="blocked"] #HostText {{ color: {c("text-muted")}; }}
+#HostText {{ color: {c("text")}; font-size: 13px; }}
+#HostName {{ color: {c("accent-text")}; font-size: 11.5px; font-weight: 650; }}
+#BubbleNote {{ color: {c("danger")}; font-size: 11.5px; }}
+#StepCard {{ background: {c("surface")}; border: 1px solid {c("border")}; border-radius: 8px;
+    border-left: 3px solid {c("border-strong")}; }}
+#StepCard[kind="skill"] {{ border-left-color: {c("accent")}; }}
+#StepCard[kind="tool_call"] {{ border-left-color: {c("info")}; }}
+#StepCard[kind="tool_result"] {{ border-left-color: {c("success")}; }}
+#StepCard[kind="hook"][status="allow"] {{ border-left-color: {c("success")}; }}
+#StepCard[status="block"], #StepCard[status="error"] {{ border-left-color: {c("danger")};
+    background: {c("danger-soft")}; border-color: {c("removed-strong")}; }}
+#StepCard[status="warning"] {{ border-left-color: {c("warning")};
+    background: {c("warning-soft")}; }}
+#CardKind {{ color: {c("text-faint")}; font-size: 10.5px; font-weight: 650;
+    letter-spacing: 0.5px; }}
+#CardTitle {{ color: {c("text")}; font-size: 12.5px; font-weight: 600; font-family: "{mono}"; }}
+#CardSubtitle {{ color: {c("text-faint")}; font-size: 11px; }}
+#CardDetail {{ color: {c("text-muted")}; font-size: 12px; }}
+#StepCard[status="block"] #CardDetail,
+#StepCard[status="error"] #CardDetail {{ color: {c("danger")}; }}
+#CardBody {{ background: {c("code-bg")}; border: 1px solid {c("border")}; border-radius: 6px;
+    padding: 6px 8px; color: {c("text")}; font-family: "{mono}"; font-size: 11.5px; }}
+#LatencyRow {{ color: {c("text-muted")}; font-size: 11.5px; }}
+#FaultCard {{ background: {c("danger-soft")}; border: 1px solid {c("removed-strong")};
+    border-radius: 10px; }}
+#FaultTitle {{ color: {c("danger")}; font-size: 13px; font-weight: 650; }}
+#FaultText {{ color: {c("text")}; font-size: 12px; }}
+#FaultLog {{ background: {c("code-bg")}; border: 1px solid {c("border")}; border-radius: 6px;
+    padding: 6px 8px; color: {c("text-muted")}; font-family: "{mono}"; font-size: 11px; }}
+#Divider {{ color: {c("text-faint")}; font-size: 11px; }}
+#StatsPanel {{ background: {c("surface")}; border-top: 1px solid {c("border")}; }}
+#StatsTitle {{ font-size: 12px; font-weight: 600; color: {c("text")}; }}
+#StatsHead {{ font-size: 10.5px; font-weight: 650; color: {c("text-faint")}; }}
+#StatsName {{ font-size: 12px; color: {c("text-muted")}; }}
+#StatsValue {{ font-size: 12px; font-weight: 600; color: {c("text")}; font-family: "{mono}"; }}
+#StatsNote {{ font-size: 11px; color: {c("text-faint")}; }}
+#EmptyChat {{ color: {c("text-faint")}; font-size: 12.5px; }}
+#PresetList {{ background: {c("surface")}; border: 1px solid {c("border")}; border-radius: 8px; }}
+#StatusLine {{ font-size: 12px; color: {c("text-muted")}; }}
+#StatusDot[state="running"] {{ color: {c("success")}; }}
+#StatusDot[state="starting"] {{ color: {c("warning")}; }}
+#StatusDot[state="stopped"] {{ color: {c("text-faint")}; }}
+#StatusDot[state="failed"], #StatusDot[state="died"] {{ color: {c("danger")}; }}
+#Composer {{ background: {c("surface")}; border-top: 1px solid {c("border")}; }}
+"""
+
+
+def _text(text: str, name: str, *, wrap: bool = True, selectable: bool = True) -> QLabel:
+    lab = label(text, name, wrap=wrap)
+    lab.setTextFormat(Qt.TextFormat.PlainText)
+    if selectable:
+        lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return lab
+
+
+class ViewerBubble(QWidget):
+    """The viewer's message, right-aligned, with where it came from."""
+
+    def __init__(self, text: str, meta: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(60, 4, 0, 2)
+        row.addStretch(1)
+        col = QVBoxLayout()
+        col.setSpacing(3)
+        self.meta = _text(meta, "BubbleMeta", wrap=False, selectable=False)
+        self.meta.setAlignment(Qt.AlignmentFlag.AlignRight)
+        self.meta.setVisible(bool(meta))
+        col.addWidget(self.meta)
+        bubble = QFrame()
+        bubble.setObjectName("ViewerBubble")
+        bl = QVBoxLayout(bubble)
+        bl.setContentsMargins(13, 8, 13, 9)
+        self.text = _text(text, "ViewerText")
+        bl.addWidget(self.text)
+        col.addWidget(bubble, 0, Qt.AlignmentFlag.AlignRight)
+        row.addLayout(col, 4)
+
+
+class HostBubble(QWidget):
+    """The host's reply; streams while the model writes, then is accepted or blocked."""
+
+    def __init__(self, name: str = "Host", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 2, 60, 2)
+        self.frame = QFrame()
+        self.frame.setObjectName("HostBubble")
+        self.frame.setProperty("state", "streaming")
+        fl = QVBoxLayout(self.frame)
+        fl.setContentsMargins(13, 8, 13, 10)
+        fl.setSpacing(3)
+        self.name = _text(name, "HostName", wrap=False, selectable=False)
+        fl.addWidget(self.name)
+        self.text = _text("", "HostText")
+        self.text.setMinimumWidth(120)
+        fl.addWidget(self.text)
+        self.note = _text("", "BubbleNote", selectable=False)
+        self.note.hide()
+        fl.addWidget(self.note)
+        row.addWidget(self.frame, 4)
+        row.addStretch(1)
+        self._chunks: list[str] = []
+        self.state = "streaming"
+        self._render()
+
+    def append(self, text: str) -> None:
+        self._chunks.append(text)
+        self._render()
+
+    def plain_text(self) -> str:
+        return "".join(self._chunks)
+
+    def set_text(self, text: str) -> None:
+        self._chunks = [text]
+        self._render()
+
+    def _render(self) -> None:
+        caret = " ▍" if self.state == "streaming" else ""
+        self.text.setText(self.plain_text() + caret)
+
+    def finish(self, accepted: bool, note: str = "") -> None:
+        self.state = "accepted" if accepted else "blocked"
+        self.frame.setProperty("state", self.state)
+        repolish(self.frame)
+        repolish(self.text)
+        self.note.setText(note)
+        self.note.setVisible(bool(note))
+        self._render()
+
+
+class StepCard(QFrame):
+    """One skill load, tool call, tool result, hook decision or failed output."""
+
+    def __init__(self, card: Card, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.card = card
+        self.setObjectName("StepCard")
+        self.setProperty("kind", card.kind)
+        self.setProperty("status", card.status)
+        compact = card.kind == "hook" and card.status == "allow"
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(10, 6 if compact else 8, 10, 6 if compact else 9)
+        lay.setSpacing(5)
+        head = QHBoxLayout()
+        head.setSpacing(7)
+        icon = QLabel()
+        role = STATUS_ROLES.get(card.status, "text-muted")
+        if card.kind == "tool_result" and card.status == "error":
+            icon_name = "alert"
+        else:
+            icon_name = KIND_ICONS.get(card.kind, "info")
+        if card.status == "ok":
+            role = {
+                "skill": "accent",
+                "tool_call": "info",
+                "tool_result": "success",
+            }.get(card.kind, role)
+        theme.bind_icon(icon, icon_name, role, 14)
+        head.addWidget(icon)
+        kind = KIND_TITLES.get(card.kind, card.kind).upper()
+        if card.kind == "tool_result" and card.status == "error":
+            kind = "TOOL ERROR"
+        if card.kind == "hook":
+            kind = f"HOOK · {card.status.upper()}" if card.status != "warning" else "HOOK · ERROR"
+        self.kind_label = _text(kind, "CardKind", wrap=False, selectable=False)
+        head.addWidget(self.kind_label)
+        self.title = _text(card.title, "CardTitle", wrap=False)
+        head.addWidget(self.title)
+        head.addStretch(1)
+        self.subtitle = _text(card.subtitle, "CardSubtitle", wrap=False, selectable=False)
+        head.addWidget(self.subtitle)
+        lay.addLayout(head)
+        self.detail = _text(card.detail, "CardDetail")
+        self.detail.setVisible(bool(card.detail))
+        lay.addWidget(self.detail)
+        self.body = _text(card.body, "CardBody")
+        self.body.setVisible(bool(card.body))
+        lay.addWidget(self.body)
+
+
+class LatencyRow(QLabel):
+    """TTFT, decode speed, model e2e, agent e2e, model/tool calls and tokens of one reply."""
+
+    def __init__(self, latency: ReplyLatency, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("LatencyRow")
+        self.latency = latency
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.setWordWrap(True)
+        self.setContentsMargins(4, 0, 0, 6)
+        self.refresh()
+        theme.bind(self, lambda w: w.refresh())  # type: ignore[attr-defined]
+
+    def refresh(self) -> None:
+        strong = theme.color("text")
+        faint = theme.color("text-faint")
+        parts = [
+            f"<span style='color:{faint}'>{html.escape(k)}</span>&nbsp;"
+            f"<b style='color:{strong}'>{html.escape(v)}</b>"
+            for k, v in self.latency.items()
+        ]
+        status = self.latency.status
+        if status != "ok":
+            words = html.escape(status.replace("_", " "))
+            parts.append(f"<b style='color:{theme.color('danger')}'>{words}</b>")
+        self.setText("&nbsp;&nbsp;·&nbsp;&nbsp;".join(parts))
+
+    def plain(self) -> str:
+        return "  ·  ".join(f"{k} {v}" for k, v in self.latency.items())
+
+
+class FaultCard(QFrame):
+    """What went wrong, the server's last log lines, and what to do next."""
+
+    def __init__(
+        self,
+        title: str,
+        message: str,
+        log_tail: str = "",
+        actions: Sequence[tuple[str, str, Callable[[], None]]] = (),
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("FaultCard")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(12, 10, 12, 10)
+        lay.setSpacing(6)
+        head = QHBoxLayout()
+        head.setSpacing(8)
+        icon = QLabel()
+        theme.bind_icon(icon, "alert", "danger", 16)
+        head.addWidget(icon, 0, Qt.AlignmentFlag.AlignTop)
+        self.title = _text(title, "FaultTitle")
+        head.addWidget(self.title, 1)
+        lay.addLayout(head)
+        self.message = _text(message, "FaultText")
+        lay.addWidget(self.message)
+        self.log = _text(log_tail, "FaultLog")
+        self.log.setWordWrap(False)
+        self.log.hide()
+        self.log_button: QToolButton | None = None
+        row = QHBoxLayout()
+        row.setSpacing(6)
+        self.buttons: dict[str, QPushButton] = {}
+        for key, text, slot in actions:
+            b = button(
+                text, "play" if key == "restart" else None, "primary" if not self.buttons else ""
+            )
+            b.clicked.connect(slot)
+            self.buttons[key] = b
+            row.addWidget(b)
+        row.addStretch(1)
+        if log_tail.strip():
+            self.log_button = QToolButton()
+            self.log_button.setText("Show server log")
+            self.log_button.setCheckable(True)
+            self.log_button.setCursor(Qt.CursorShape.PointingHandCursor)
+            self.log_button.toggled.connect(self._toggle_log)
+            row.addWidget(self.log_button)
+        lay.addLayout(row)
+        lay.addWidget(self.log)
+
+    def _toggle_log(self, on: bool) -> None:
+        self.log.setVisible(on)
+        if self.log_button is not None:
+            self.log_button.setText("Hide server log" if on else "Show server log")
+
+    def resolve(self, text: str) -> None:
+        """The problem is over (server back): say so and retire the buttons."""
+        for b in self.buttons.values():
+            b.setEnabled(False)
+        self.message.setText(f"{self.message.text()}\n{text}")
+
+
+class Divider(QWidget):
+    """A centred line of text between conversations ("New conversation · …")."""
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 8, 0, 8)
+        self.text = _text(text, "Divider", wrap=False, selectable=False)
+        self.text.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        row.addWidget(self.text, 1)
+
+
+class StatsPanel(QFrame):
+    """Session latency: P50 / P95 per metric, warm-up requests left out."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("StatsPanel")
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(16, 10, 16, 12)
+        lay.setSpacing(6)
+        head = QHBoxLayout()
+        head.addWidget(_text("Session latency", "StatsTitle", wrap=False, selectable=False))
+        head.addStretch(1)
+        self.note = _text("no requests yet", "StatsNote", wrap=False, selectable=False)
+        head.addWidget(self.note)
+        lay.addLayout(head)
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(14)
+        grid.setVerticalSpacing(3)
+        self.cells: dict[tuple[str, str], QLabel] = {}
+        self.summary: SessionSummary | None = None
+        self.grid = grid
+        lay.addLayout(grid)
+
+    def show_summary(self, summary: SessionSummary) -> None:
+        self.summary = summary
+        if not self.cells:
+            for col, head in enumerate(("", "P50", "P95", "n")):
+                h = _text(head, "StatsHead", wrap=False, selectable=False)
+                if col:
+                    h.setAlignment(Qt.AlignmentFlag.AlignRight)
+                self.grid.addWidget(h, 0, col)
+            for row, line in enumerate(summary.lines, start=1):
+                name = _text(line.title, "StatsName", wrap=False, selectable=False)
+                self.grid.addWidget(name, row, 0)
+                for col, key in enumerate(("p50", "p95", "n"), start=1):
+                    cell = _text("–", "StatsValue", wrap=False)
+                    cell.setAlignment(Qt.AlignmentFlag.AlignRight)
+                    self.grid.addWidget(cell, row, col)
+                    self.cells[(line.metric, key)] = cell
+            self.grid.setColumnStretch(0, 1)
+        for line in summary.lines:
+            p50, p95 = line.cells()
+            self.cells[(line.metric, "p50")].setText(p50)
+            self.cells[(line.metric, "p95")].setText(p95)
+            self.cells[(line.metric, "n")].setText(str(line.n))
+        if summary.requests == 0:
+            self.note.setText("no requests yet")
+        else:
+            bits = [f"{summary.measured} measured", f"{summary.warmup} warm-up left out"]
+            if summary.failed:
+                bits.append(f"{summary.failed} failed")
+            self.note.setText(" · ".join(bits))
