@@ -35,6 +35,10 @@ SAMPLER_CHOICES: tuple[tuple[str, str], ...] = (
 )
 
 
+class _Cancelled(Exception):
+    """Raised from the progress callback to stop the generator between two jobs."""
+
+
 class RequestError(ValueError):
     """A form value that cannot be used: `field` names the input, the message says why."""
 
@@ -257,6 +261,10 @@ class GenerationRun:
                 progress.last_reason = str(reasons[0]) if reasons else kind
             if on_progress is not None:
                 on_progress(progress)
+            if self._cancel.is_set():
+                # The oracle never yields to the event loop (no I/O), so a task.cancel()
+                # alone would only land after the last job: stop between two jobs instead.
+                raise _Cancelled
 
         async def main() -> Any:
             try:
@@ -278,7 +286,7 @@ class GenerationRun:
                 task.cancel()
             try:
                 summary = loop.run_until_complete(task)
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, _Cancelled):
                 summary = None
         finally:
             with self._lock:

@@ -87,6 +87,7 @@ class GenerateView(QWidget):
         form_scroll.setFrameShape(QFrame.Shape.NoFrame)
         form_scroll.setMinimumWidth(470)
         form_scroll.setMaximumWidth(560)
+        form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         form = QFrame()
         form.setObjectName("Card")
         fl = QVBoxLayout(form)
@@ -406,6 +407,7 @@ class GenerateView(QWidget):
     def _set_running(self, on: bool) -> None:
         self.start_button.setEnabled(not on)
         self.cancel_button.setEnabled(on)
+        self.cancel_button.setVisible(on)
         if on:
             self.open_button.setEnabled(False)
 
