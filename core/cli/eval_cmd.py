@@ -172,7 +172,16 @@ def _write_out(store: Store, run: EvalRun, out: Path) -> None:
         report_module = None
     writer = getattr(report_module, "write_report", None) if report_module else None
     if callable(writer):
-        paths = writer(results, out, run=run)
+        meta = {
+            "run": run.id,
+            "status": run.status.value,
+            "model": run.model,
+            "adapter": run.adapter,
+            "harness": run.harness,
+            "harness_version": run.harness_version,
+            "request": run.request.model_dump(mode="json"),
+        }
+        paths = writer(results, out, meta=meta)
         console.print(f"report written to {out}", markup=False)
         for path in paths or []:
             console.print(f"  {path}", markup=False)

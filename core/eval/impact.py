@@ -8,7 +8,8 @@
    new run is made. Re-running the gate after moving a label therefore costs only the new side.
 2. **Pairs.** Items are paired by key (suite, task, variant seed, sample); a failed item counts
    as not passed and score 0. `delta` = mean score under V2 - under V1 over the pairs, with a
-   95 % paired bootstrap interval (items resampled with replacement, both sides together), and
+   95 % paired bootstrap interval (`core.eval.stats.paired_bootstrap`, resampling whole tasks
+   with all their pairs: HV-QA variants and samples of one task are not independent), and
    the same for the pass rate.
 3. **Flips.** Pairs whose `passed` differs: `broke` (passed under V1 only) or `fixed`.
 4. **Grouping.** The store diff of the two versions lists the changed components (tools,
@@ -25,10 +26,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from core.eval.api import (
     ClientFactory,
@@ -44,6 +43,7 @@ from core.eval.api import (
     StopFlag,
 )
 from core.eval.results import EvalResult, ResultStatus, Suite
+from core.eval.stats import paired_bootstrap
 from core.eval.store import ItemKey, list_runs, load_results, load_trace
 from core.store.errors import StoreError
 
@@ -52,31 +52,6 @@ if TYPE_CHECKING:
 
 GLOBAL_COMPONENTS = frozenset({"prompt", "manifest"})
 """Components every request meets (module doc, step 4)."""
-
-
-# ----------------------------------------------------------------------------- statistics
-
-
-def paired_bootstrap(
-    before: Sequence[float],
-    after: Sequence[float],
-    *,
-    resamples: int = 2000,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> tuple[float, tuple[float, float]]:
-    """(mean of after - before, its percentile bootstrap interval), pairs resampled together."""
-    if len(before) != len(after):
-        raise ValueError("paired samples must have the same length")
-    if not before:
-        return 0.0, (0.0, 0.0)
-    diffs = np.asarray(after, dtype=float) - np.asarray(before, dtype=float)
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(diffs), size=(resamples, len(diffs)))
-    means = diffs[picks].mean(axis=1)
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    low, high = np.percentile(means, [tail, 100.0 - tail])
-    return float(diffs.mean()), (float(low), float(high))
 
 
 # ----------------------------------------------------------------------------- runs
@@ -263,8 +238,9 @@ def compare_runs(
     s_to = [_score(after[k]) for k in keys]
     p_from = [float(_passed(before[k])) for k in keys]
     p_to = [float(_passed(after[k])) for k in keys]
-    delta, delta_ci = paired_bootstrap(s_from, s_to)
-    pass_delta, pass_ci = paired_bootstrap(p_from, p_to, seed=1)
+    tasks = [k[1] for k in keys]
+    delta, delta_ci = _paired(s_from, s_to, tasks)
+    pass_delta, pass_ci = _paired(p_from, p_to, tasks)
 
     flipped = [k for k in keys if _passed(before[k]) != _passed(after[k])]
     attribution = _Attribution(store, run_from, run_to, changes)
@@ -314,6 +290,17 @@ def compare_runs(
         pass_delta=pass_delta,
         pass_delta_ci=pass_ci,
     )
+
+
+def _paired(
+    before: list[float], after: list[float], tasks: list[str]
+) -> tuple[float, tuple[float, float]]:
+    """mean(after - before) and its 95 % paired bootstrap interval, resampling tasks (the
+    HV-QA variants and the samples of one task are not independent)."""
+    if not before:
+        return 0.0, (0.0, 0.0)
+    ci = paired_bootstrap(before, after, groups=tasks)
+    return ci.mean, (ci.low, ci.high)
 
 
 def _score(result: EvalResult) -> float:

@@ -73,7 +73,7 @@ from core.eval.store import (
 )
 from core.runtime.client import ChatClient, Message
 from core.runtime.loop import AgentLoop
-from core.runtime.trace import Trace, TraceStatus
+from core.runtime.trace import ModelCallStep, Trace, TraceStatus
 from core.store.errors import StoreError
 from core.store.types import utcnow
 
@@ -190,24 +190,12 @@ def _prompt_dict(record: Any) -> dict[str, Any]:
     return {"prompt": str(record)}
 
 
-def _ifeval_module() -> Any:
-    """core.eval.ifeval (IFEval prompts and the official checkers), imported on first use."""
-    import importlib
-
-    return importlib.import_module("core.eval.ifeval")
-
-
 def ifeval_prompts(path: str | None) -> list[Any]:
     """The IFEval prompt records (`core.eval.ifeval.load_prompts`)."""
+    from core.eval.ifeval import load_prompts
+
     try:
-        ifeval = _ifeval_module()
-    except ImportError as exc:
-        raise EvalError(f"IFEval is not available in this install: {exc}") from None
-    loader = getattr(ifeval, "load_prompts", None)
-    if loader is None:
-        raise EvalError("IFEval is not available in this install (no load_prompts)")
-    try:
-        records = loader(path)
+        records = load_prompts(path)
     except (OSError, ValueError) as exc:
         raise EvalError(f"cannot load the IFEval prompts: {exc}") from None
     return list(records)
@@ -435,10 +423,11 @@ async def _agent_item(ctx: _Context, item: EvalItem) -> _Outcome:
         return _Outcome(_failed(item, f"model_error: {trace.reason}", trace, grades=dumped), trace)
     if trace.status is TraceStatus.MAX_TURNS:
         return _Outcome(_failed(item, f"max_turns: {trace.reason}", trace, grades=dumped), trace)
+    if _silent(trace):
+        reason = "empty_output: the model produced no text"
+        return _Outcome(_failed(item, reason, trace, grades=dumped), trace)
     if trace.ok and not reply:
         reason = "empty_output: the model's final reply was empty"
-        if trace.counts.tool_calls == 0 and trace.counts.skill_loads == 0:
-            reason = "empty_output: the model produced no text"
         return _Outcome(_failed(item, reason, trace, grades=dumped), trace)
     scores = grades.scores()
     result = EvalResult(
@@ -457,14 +446,20 @@ async def _agent_item(ctx: _Context, item: EvalItem) -> _Outcome:
     return _Outcome(result, trace)
 
 
+def _silent(trace: Trace) -> bool:
+    """Every model call answered, and with nothing (whatever the hooks made of it)."""
+    calls = trace.steps_of(ModelCallStep)
+    return bool(calls) and all(c.error is None and not c.raw_output.strip() for c in calls)
+
+
 async def _ifeval_item(ctx: _Context, item: EvalItem) -> _Outcome:
     """One IFEval prompt asked plainly (one user message, no harness) through the client; a
     failed row keeps the prompt's instructions, all not followed, for instruction-level
     accounting (`core.eval.ifeval.aggregate_results`)."""
+    from core.eval import ifeval
     from core.runtime.client import ModelError
     from core.sim.surface import HarnessSurface
 
-    ifeval = _ifeval_module()
     record = item.prompt or {}
     client = _client(ctx, item, ctx.harness, HarnessSurface(ctx.harness, {}, {}, {}))
     messages: list[Message] = [{"role": "user", "content": str(record.get("prompt") or "")}]
@@ -480,9 +475,7 @@ async def _ifeval_item(ctx: _Context, item: EvalItem) -> _Outcome:
         reason = f"model_error: {exc}"
     latency = time.monotonic() - started
     score = ifeval.score_response(record, response)
-    result: EvalResult = ifeval.to_result(
-        score, sample=item.sample, response=response, latency_s=latency
-    )
+    result = ifeval.to_result(score, sample=item.sample, response=response, latency_s=latency)
     if reason is not None:
         result = _failed(item, reason, grades=dict(score), latency_s=latency)
     return _Outcome(result)
