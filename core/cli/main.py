@@ -8,6 +8,7 @@ from core.cli import (
     bench_cmd,
     chat_cmd,
     data_cmd,
+    doctor_cmd,
     eval_cmd,
     harness_cmd,
     hsa_cmd,
@@ -32,6 +33,7 @@ app.add_typer(bench_cmd.app, name="bench")
 app.add_typer(data_cmd.app, name="data")
 app.add_typer(train_cmd.app, name="train")
 app.add_typer(hsa_cmd.app, name="hsa")
+app.add_typer(doctor_cmd.app, name="doctor")
 app.add_typer(eval_cmd.app, name="eval")
 
 

@@ -1,0 +1,25 @@
+"""`hat doctor`: is this machine ready to run HAT Studio, and if not, what exactly to do.
+
+    report = run_doctor(DoctorOptions(home=default_home()))
+    for result in report.results: print(result.status.name, result.title, result.fix)
+
+Checks: this Python; the home folder (writable) and its free disk; the database (at the
+alembic head, or migrations pending); the embedded demo model (registered, folder complete);
+the training environment and `transformers serve` (probed in child processes: core never imports
+torch); the vLLM environment when there is one; the GPU through NVML (CPU-only is information,
+not an error). Also where the packaged app finds its Python environments (`pythons`).
+"""
+
+from core.doctor.checks import default_home, migrate_database, run_doctor
+from core.doctor.report import GIB, CheckResult, DoctorOptions, Report, Status
+
+__all__ = [
+    "GIB",
+    "CheckResult",
+    "DoctorOptions",
+    "Report",
+    "Status",
+    "default_home",
+    "migrate_database",
+    "run_doctor",
+]
