@@ -27,11 +27,13 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property, lru_cache
 from typing import Any
 
 from core.harness.models import Harness
 from core.hsa.mapping import MappingChain
 from core.hsa.transform import (
+    REGISTRY,
     Bank,
     BankName,
     Dimension,
@@ -87,7 +89,11 @@ class Policy:
         }
 
     def rng(self, seed: int) -> random.Random:
-        return random.Random(f"hsa:{self.bank.value}:{self.strength.value}:{self._dims()}:{seed}")
+        return random.Random(f"{self._rng_prefix}{seed}")
+
+    @cached_property
+    def _rng_prefix(self) -> str:
+        return f"hsa:{self.bank.value}:{self.strength.value}:{self._dims()}:"
 
 
 @dataclass
@@ -124,11 +130,20 @@ def transform_rng(seed: int, name: str) -> random.Random:
 
 
 def _pools(policy: Policy, exclude: frozenset[str]) -> dict[Dimension, list[Transform]]:
+    return {d: list(ts) for d, ts in _cached_pools(policy, exclude, len(REGISTRY)).items()}
+
+
+@lru_cache(maxsize=256)
+def _cached_pools(
+    policy: Policy, exclude: frozenset[str], registered: int
+) -> dict[Dimension, tuple[Transform, ...]]:
+    """The transforms each dimension of the policy may use (`registered`: the registry's size,
+    so a transform registered later is seen)."""
     pools: dict[Dimension, list[Transform]] = {}
     for t in transforms():
         if t.dimension in policy.dimensions and t.name not in exclude:
             pools.setdefault(t.dimension, []).append(t)
-    return {d: pools[d] for d in DIMENSION_ORDER if d in pools}
+    return {d: tuple(pools[d]) for d in DIMENSION_ORDER if d in pools}
 
 
 def plan(policy: Policy, seed: int, exclude: Iterable[str] = ()) -> list[list[Transform]]:

@@ -31,9 +31,21 @@ import random
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-from core.harness.models import Harness, HookKind, Skill, Tool
+from core.harness.errors import FieldValueError
+from core.harness.models import (
+    Harness,
+    Hook,
+    HookKind,
+    PromptPipeline,
+    PromptSection,
+    Settings,
+    Skill,
+    Tool,
+)
+from core.hsa.build import Edit, assemble, memo
 
 ROLE_KEY = "role"
 """Skill metadata key naming the skill's original identity (see core/sim/surface.py)."""
@@ -87,6 +99,56 @@ def _whole_token(text: str, start: int, end: int) -> bool:
     return True
 
 
+def _token_hits(text: str, pool: Sequence[str]) -> list[tuple[int, int, str]]:
+    """(start, end, name) of every whole-token occurrence of a `pool` name in `text`, in
+    order, non-overlapping (the longest name wins where two start together)."""
+    hits: list[tuple[int, int, str]] = []
+    for name in pool:
+        start = text.find(name)
+        while start != -1:
+            end = start + len(name)
+            if _whole_token(text, start, end):
+                hits.append((start, end, name))
+            start = text.find(name, start + 1)
+    hits.sort(key=lambda h: (h[0], -(h[1] - h[0])))
+    out: list[tuple[int, int, str]] = []
+    for hit in hits:
+        if not out or hit[0] >= out[-1][1]:
+            out.append(hit)
+    return out
+
+
+@lru_cache(maxsize=16384)
+def _text_hits(text: str, names: tuple[str, ...]) -> tuple[tuple[int, int, str], ...]:
+    """Where `text` refers to one of `names` (start, end, name), by the rules of the module
+    doc, segment by segment: in a backtick span every name as a token; a double-quoted string
+    that is exactly a name as a whole; elsewhere identifier-like names as tokens. Cached: the
+    same texts (shared skill bodies, descriptions) meet the same old names (the harness's
+    current names) over and over, whatever new names a variant draws."""
+    everywhere = [n for n in names if is_identifier_like(n)]
+    exact = set(names)
+    out: list[tuple[int, int, str]] = []
+    pos = 0
+    for match in _SPANS.finditer(text):
+        if match.start() > pos:
+            out.extend(_shifted(text[pos : match.start()], pos, everywhere))
+        segment = match.group(0)
+        if match.group("code") is not None:
+            out.extend(_shifted(segment, match.start(), names))
+        elif segment[1:-1] in exact:
+            out.append((match.start() + 1, match.end() - 1, segment[1:-1]))
+        else:
+            out.extend(_shifted(segment, match.start(), everywhere))
+        pos = match.end()
+    if pos < len(text):
+        out.extend(_shifted(text[pos:], pos, everywhere))
+    return tuple(out)
+
+
+def _shifted(segment: str, offset: int, pool: Sequence[str]) -> list[tuple[int, int, str]]:
+    return [(offset + s, offset + e, n) for s, e, n in _token_hits(segment, pool)]
+
+
 class Renamer:
     """Rewrites references to old names (`names`: old -> new) in harness text, in one pass.
 
@@ -96,32 +158,18 @@ class Renamer:
 
     def __init__(self, names: Mapping[str, str]) -> None:
         self.names = {old: new for old, new in names.items() if old != new}
-        self._everywhere = {n for n in self.names if is_identifier_like(n)}
+        self._key = tuple(sorted(self.names))
+        self.unplain = not all(_json_plain(n) for n in self.names)
+        """Some old name has a character JSON escapes (see `_mentions`)."""
 
     def __bool__(self) -> bool:
         return bool(self.names)
 
-    def _hits(self, text: str, everywhere: bool) -> list[tuple[int, int, str]]:
-        """(start, end, old name) of every whole-token occurrence, in order, non-overlapping
-        (the longest name wins where two start together)."""
-        pool = self._everywhere if everywhere else self.names
-        hits: list[tuple[int, int, str]] = []
-        for name in pool:
-            start = text.find(name)
-            while start != -1:
-                end = start + len(name)
-                if _whole_token(text, start, end):
-                    hits.append((start, end, name))
-                start = text.find(name, start + 1)
-        hits.sort(key=lambda h: (h[0], -(h[1] - h[0])))
-        out: list[tuple[int, int, str]] = []
-        for hit in hits:
-            if not out or hit[0] >= out[-1][1]:
-                out.append(hit)
-        return out
-
-    def _sub(self, text: str, everywhere: bool) -> str:
-        hits = self._hits(text, everywhere)
+    def text(self, text: str) -> str:
+        """`text` with every reference to an old name rewritten (see the module doc)."""
+        if not self.names or not text or not self._mentions(text):
+            return text
+        hits = _text_hits(text, self._key)
         if not hits:
             return text
         parts: list[str] = []
@@ -133,51 +181,20 @@ class Renamer:
         parts.append(text[pos:])
         return "".join(parts)
 
-    def _segments(self, text: str) -> Iterator[tuple[str, str]]:
-        """(kind, segment): kind is prose, code (a backtick span) or quoted (a "string")."""
-        pos = 0
-        for match in _SPANS.finditer(text):
-            if match.start() > pos:
-                yield "prose", text[pos : match.start()]
-            yield ("code" if match.group("code") is not None else "quoted"), match.group(0)
-            pos = match.end()
-        if pos < len(text):
-            yield "prose", text[pos:]
-
-    def text(self, text: str) -> str:
-        """`text` with every reference to an old name rewritten (see the module doc)."""
-        if not self.names or not text or not self._mentions(text):
-            return text
-        parts: list[str] = []
-        for kind, segment in self._segments(text):
-            if kind == "code":
-                parts.append(self._sub(segment, everywhere=False))
-            elif kind == "quoted" and segment[1:-1] in self.names:
-                parts.append(f'"{self.names[segment[1:-1]]}"')
-            else:
-                parts.append(self._sub(segment, everywhere=True))
-        return "".join(parts)
-
     def _mentions(self, text: str) -> bool:
         """Cheap pre-check: some old name occurs in `text` at all."""
         return any(name in text for name in self.names)
 
     def find(self, text: str) -> list[str]:
         """The old names `text` still refers to (same rules as `text`), in order."""
-        found: list[str] = []
         if not self.names or not text or not self._mentions(text):
-            return found
-        for kind, segment in self._segments(text):
-            if kind == "quoted" and segment[1:-1] in self.names:
-                found.append(segment[1:-1])
-            else:
-                found.extend(h[2] for h in self._hits(segment, everywhere=kind != "code"))
-        return found
+            return []
+        return [name for _, _, name in _text_hits(text, self._key)]
 
     def regex(self, pattern: str) -> str:
         """A regex over tool names (a hook matcher) with every old name that is a whole run of
         name characters rewritten; escapes (`\\b`, `\\w`) and metacharacters are kept."""
-        if not self.names:
+        if not self._mentions(pattern):
             return pattern
         out: list[str] = []
         i = 0
@@ -302,33 +319,48 @@ def harness_texts(harness: Harness) -> Iterator[tuple[str, str]]:
         yield f"prompt/{section.id}.title", section.title
         yield f"prompt/{section.id}.md", section.template
     for skill in harness.skills:
-        where = f"skills/{skill.name}"
-        yield f"{where}.name", skill.name
-        yield f"{where}.description", skill.description
-        yield f"{where}.body", skill.body
-        if skill.allowed_tools:
-            yield f"{where}.allowed_tools", skill.allowed_tools
+        yield from skill_texts(skill)
     for tool in harness.tools:
-        where = f"tools/{tool.name}"
-        yield f"{where}.name", tool.name
-        yield f"{where}.description", tool.description
-        for prop in tool.parameters.get("properties", {}):
-            yield f"{where}.parameters", f'"{prop}"'
-        texts: list[str] = []
-        map_schema_text(tool.parameters, _collect(texts))
-        map_strings(tool.annotations, _collect(texts))
-        for text in texts:
-            yield f"{where}.text", text
+        yield from tool_texts(tool)
     for hook in harness.hooks:
-        where = f"hooks/{hook.name}"
-        yield f"{where}.matcher", hook.matcher
-        yield f"{where}.reminder", hook.reminder
-        if hook.kind is HookKind.VALIDATE_TOOL_ARGS:
-            for schema in _schemas(hook.params.get("schema", {})):
-                for prop in schema.get("properties", {}) if isinstance(schema, dict) else {}:
-                    yield f"{where}.params", f'"{prop}"'
-        if hook.source:
-            yield f"{where}.source", hook.source
+        yield from hook_texts(hook)
+
+
+def skill_texts(skill: Skill) -> Iterator[tuple[str, str]]:
+    """`harness_texts` of one skill."""
+    where = f"skills/{skill.name}"
+    yield f"{where}.name", skill.name
+    yield f"{where}.description", skill.description
+    yield f"{where}.body", skill.body
+    if skill.allowed_tools:
+        yield f"{where}.allowed_tools", skill.allowed_tools
+
+
+def tool_texts(tool: Tool) -> Iterator[tuple[str, str]]:
+    """`harness_texts` of one tool."""
+    where = f"tools/{tool.name}"
+    yield f"{where}.name", tool.name
+    yield f"{where}.description", tool.description
+    for prop in tool.parameters.get("properties", {}):
+        yield f"{where}.parameters", f'"{prop}"'
+    texts: list[str] = []
+    map_schema_text(tool.parameters, _collect(texts))
+    map_strings(tool.annotations, _collect(texts))
+    for text in texts:
+        yield f"{where}.text", text
+
+
+def hook_texts(hook: Hook) -> Iterator[tuple[str, str]]:
+    """`harness_texts` of one hook."""
+    where = f"hooks/{hook.name}"
+    yield f"{where}.matcher", hook.matcher
+    yield f"{where}.reminder", hook.reminder
+    if hook.kind is HookKind.VALIDATE_TOOL_ARGS:
+        for schema in _schemas(hook.params.get("schema", {})):
+            for prop in schema.get("properties", {}) if isinstance(schema, dict) else {}:
+                yield f"{where}.params", f'"{prop}"'
+    if hook.source:
+        yield f"{where}.source", hook.source
 
 
 def _collect(into: list[str]) -> Callable[[str], str]:
@@ -368,15 +400,28 @@ class UsedNames:
     """The names a harness already uses, for picking fresh ones: a name is used when it (or
     a name added here) occurs, ignoring case, anywhere in the harness's texts and names, even
     inside a longer token (conservative: a fresh name clashes with nothing and cannot be
-    mistaken for a reference). `in` and `add` take any case."""
+    mistaken for a reference). `in` and `add` take any case.
+
+    Each skill's, tool's and hook's part of the text is memoised on the component
+    (`core.hsa.build.memo`), so variants that share components with their input pay only for
+    what changed."""
 
     def __init__(self, harness: Harness) -> None:
-        texts = [text for _, text in harness_texts(harness)]
-        for tool in harness.tools:
-            texts.extend(tool.parameters.get("properties", {}))
-            texts.extend(tool.binding_args.values())
-        texts.extend(s.metadata.get(ROLE_KEY, "") for s in harness.skills)
-        self._text = "\n".join(texts).casefold()
+        settings, prompt = harness.settings, harness.prompt
+        texts = [
+            harness.description,
+            settings.load_skill_tool,
+            settings.reminder_format,
+            *prompt.variables.values(),
+        ]
+        for section in prompt.sections:
+            texts.append(section.title)
+            texts.append(section.template)
+        parts = ["\n".join(texts).casefold()]
+        parts.extend(_used_text(s) for s in harness.skills)
+        parts.extend(_used_text(t) for t in harness.tools)
+        parts.extend(_used_text(h) for h in harness.hooks)
+        self._text = "\n".join(parts)
         self._added: set[str] = set()
 
     def __contains__(self, name: object) -> bool:
@@ -387,6 +432,45 @@ class UsedNames:
 
     def add(self, name: str) -> None:
         self._added.add(name.casefold())
+
+
+def _used_text(component: Skill | Tool | Hook) -> str:
+    """One component's part of `UsedNames`: its `harness_texts`, plus a tool's parameter names
+    and binding arguments and a skill's role, casefolded (memoised)."""
+    if isinstance(component, Skill):
+        skill = component
+
+        def of_skill() -> str:
+            texts = [t for _, t in skill_texts(skill)]
+            texts.append(skill.metadata.get(ROLE_KEY, ""))
+            return "\n".join(texts).casefold()
+
+        keys: tuple[object, ...] = (
+            skill.name,
+            skill.description,
+            skill.body,
+            skill.allowed_tools,
+            skill.metadata,
+        )
+        return memo("used", skill, keys, of_skill)
+    if isinstance(component, Tool):
+        tool = component
+
+        def of_tool() -> str:
+            texts = [t for _, t in tool_texts(tool)]
+            texts.extend(tool.parameters.get("properties", {}))
+            texts.extend(tool.binding_args.values())
+            return "\n".join(texts).casefold()
+
+        keys = (tool.name, tool.description, tool.parameters, tool.annotations, tool.binding_args)
+        return memo("used", tool, keys, of_tool)
+    hook = component
+
+    def of_hook() -> str:
+        return "\n".join(t for _, t in hook_texts(hook)).casefold()
+
+    keys = (hook.matcher, hook.reminder, hook.kind, hook.params, hook.source)
+    return memo("used", hook, keys, of_hook)
 
 
 def used_names(harness: Harness) -> UsedNames:
@@ -446,180 +530,184 @@ def apply_renames(harness: Harness, renames: Renames) -> Harness:
     """`harness` with the renames applied everywhere (see the module doc). Renamed skills get
     `metadata.role` = their original name unless they have a role (or are distractors), and
     renamed parameters keep their binding's name through `binding_args`. Raises RenameError
-    (or a pydantic ValidationError, e.g. a name clash) when the result would not hold."""
+    (or a pydantic ValidationError / FieldValueError, e.g. a name clash) when the result would
+    not hold.
+
+    Only components that mention an old name (a substring test on the component's memoised
+    text, see `_blob`) are copied and rewritten; the others are shared with the input."""
     names = renames.text_names(harness)
     renamer = Renamer(names)
     for hook in harness.hooks:
         if hook.source and renamer.find(hook.source):
             raise RenameError(f"python hook {hook.name!r} names {renamer.find(hook.source)[0]!r}")
     text = renamer.text
-    data = harness.model_dump()
-    data["description"] = text(data["description"])
-    settings = data["settings"]
+    settings = harness.settings
+    setting_changes: dict[str, Any] = {}
     if renames.loader is not None:
-        settings["load_skill_tool"] = renames.loader
-    settings["reminder_format"] = text(settings["reminder_format"])
-    prompt = data["prompt"]
-    prompt["variables"] = {k: text(v) for k, v in prompt["variables"].items()}
-    for section in prompt["sections"]:
-        section["title"] = text(section["title"])
-        section["template"] = text(section["template"])
-    for skill in data["skills"]:
-        old = skill["name"]
-        if old in renames.skills:
-            skill["name"] = renames.skills[old]
-            meta = dict(skill["metadata"])
-            if ROLE_KEY not in meta and DISTRACTOR_KEY not in meta:
-                meta[ROLE_KEY] = old
-            skill["metadata"] = meta
-        skill["description"] = text(skill["description"])
-        skill["body"] = text(skill["body"])
-        if skill.get("allowed_tools"):
-            skill["allowed_tools"] = " ".join(
-                names.get(t, t) for t in skill["allowed_tools"].split()
+        setting_changes["load_skill_tool"] = renames.loader
+    reminder_format = text(settings.reminder_format)
+    if reminder_format != settings.reminder_format:
+        setting_changes["reminder_format"] = reminder_format
+    if setting_changes:
+        settings = Settings.model_validate({**_model_fields(settings), **setting_changes})
+    return assemble(
+        harness,
+        description=text(harness.description),
+        settings=settings,
+        prompt=_renamed_prompt(harness.prompt, text),
+        skills=[_renamed_skill(s, renames, names, renamer) for s in harness.skills],
+        tools=[_renamed_tool(t, renames, renamer) for t in harness.tools],  # schema edits
+        hooks=_renamed_hooks(harness, names, renamer),
+    )
+
+
+def _model_fields(obj: Any) -> dict[str, Any]:
+    return {name: getattr(obj, name) for name in type(obj).model_fields}
+
+
+def _renamed_prompt(prompt: PromptPipeline, text: Callable[[str], str]) -> PromptPipeline:
+    variables = {k: text(v) for k, v in prompt.variables.items()}
+    sections: list[PromptSection] = []
+    for section in prompt.sections:
+        title, template = text(section.title), text(section.template)
+        if title == section.title and template == section.template:
+            sections.append(section)
+        else:
+            sections.append(section.model_copy(update={"title": title, "template": template}))
+    if variables == prompt.variables and all(
+        a is b for a, b in zip(sections, prompt.sections, strict=True)
+    ):
+        return prompt
+    return prompt.model_copy(update={"variables": variables, "sections": sections})
+
+
+def _mentions(blob: str, renamer: Renamer) -> bool:
+    """Whether the component whose `_blob` is `blob` may need rewriting. A name with a
+    character that JSON escapes could hide in the blob's JSON part, so it always counts."""
+    return renamer.unplain or any(name in blob for name in renamer.names)
+
+
+def _json_plain(name: str) -> bool:
+    return '"' not in name and "\\" not in name and all(c >= " " for c in name)
+
+
+def _blob(component: Skill | Tool | Hook) -> str:
+    """Every string of a component that `apply_renames` may rewrite or that names it, in one
+    text (JSON for schemas and params: keys and values), memoised on the component."""
+    if isinstance(component, Skill):
+        skill = component
+        keys: tuple[object, ...] = (
+            skill.name,
+            skill.description,
+            skill.body,
+            skill.allowed_tools,
+        )
+        texts = (skill.name, skill.description, skill.body, skill.allowed_tools or "")
+        return memo("blob", skill, keys, lambda: "\n".join(texts))
+    if isinstance(component, Tool):
+        tool = component
+
+        def of_tool() -> str:
+            return "\n".join(
+                (
+                    tool.name,
+                    tool.description,
+                    json.dumps(tool.parameters, ensure_ascii=False, default=str),
+                    json.dumps(tool.annotations, ensure_ascii=False, default=str),
+                )
             )
-    for tool, source in zip(data["tools"], harness.tools, strict=True):
-        old = tool["name"]
-        params = renames.params.get(old, {})
-        tool["name"] = renames.tools.get(old, old)
-        tool["description"] = text(tool["description"])
-        schema = map_schema_text(tool["parameters"], text)
-        tool["parameters"] = rename_properties(schema, params)
-        tool["annotations"] = map_strings(tool["annotations"], text)
-        binding_args: dict[str, str] = {}
-        for prop in source.parameters.get("properties", {}):
-            target = tool["binding_args"].get(prop, prop)
-            new = params.get(prop, prop)
-            if new != target:
-                binding_args[new] = target
-        tool["binding_args"] = binding_args
+
+        keys = (tool.name, tool.description, tool.parameters, tool.annotations)
+        return memo("blob", tool, keys, of_tool)
+    hook = component
+
+    def of_hook() -> str:
+        params = json.dumps(hook.params, ensure_ascii=False, default=str)
+        return "\n".join((hook.matcher, hook.reminder, params, hook.source or ""))
+
+    return memo("blob", hook, (hook.matcher, hook.reminder, hook.params, hook.source), of_hook)
+
+
+def _renamed_skill(
+    skill: Skill, renames: Renames, names: Mapping[str, str], renamer: Renamer
+) -> Skill | Edit:
+    new_name = renames.skills.get(skill.name)
+    if new_name is None and not _mentions(_blob(skill), renamer):
+        return skill
+    out: dict[str, Any] = {}
+    if new_name is not None:
+        out["name"] = new_name
+        meta = dict(skill.metadata)
+        if ROLE_KEY not in meta and DISTRACTOR_KEY not in meta:
+            meta[ROLE_KEY] = skill.name
+        out["metadata"] = meta
+    out["description"] = renamer.text(skill.description)
+    out["body"] = renamer.text(skill.body)
+    if skill.allowed_tools:
+        out["allowed_tools"] = " ".join(names.get(t, t) for t in skill.allowed_tools.split())
+    out = {k: v for k, v in out.items() if v != getattr(skill, k)}
+    return Edit(skill, out) if out else skill
+
+
+def _renamed_tool(tool: Tool, renames: Renames, renamer: Renamer) -> Tool | Edit:
+    params = renames.params.get(tool.name, {})
+    new_name = renames.tools.get(tool.name, tool.name)
+    if new_name == tool.name and not params and not _mentions(_blob(tool), renamer):
+        return tool
+    text = renamer.text
+    schema = map_schema_text(tool.parameters, text)
+    binding_args: dict[str, str] = {}
+    for prop in tool.parameters.get("properties", {}):
+        target = tool.binding_args.get(prop, prop)
+        new = params.get(prop, prop)
+        if new != target:
+            binding_args[new] = target
+    out: dict[str, Any] = {
+        "name": new_name,
+        "description": text(tool.description),
+        "parameters": rename_properties(schema, params),
+        "annotations": map_strings(tool.annotations, text),
+        "binding_args": binding_args,
+    }
+    if (
+        out["name"] == tool.name
+        and out["description"] == tool.description
+        and out["binding_args"] == tool.binding_args
+        and _same(out["parameters"], tool.parameters)
+        and _same(out["annotations"], tool.annotations)
+    ):
+        return tool
+    return Edit(tool, out)
+
+
+def _renamed_hooks(
+    harness: Harness, names: Mapping[str, str], renamer: Renamer
+) -> list[Hook | Edit]:
     old_tools = [t.name for t in harness.tools] + [harness.settings.load_skill_tool]
-    for hook, original in zip(data["hooks"], harness.hooks, strict=True):
-        hook["reminder"] = text(hook["reminder"])
-        if hook["matcher"] != "*":
-            hook["matcher"] = renamer.regex(hook["matcher"])
-            if any(t in names for t in old_tools):
-                _check_matcher(original.matcher, hook["matcher"], old_tools, names)
-        if original.kind is HookKind.VALIDATE_TOOL_ARGS and "schema" in hook["params"]:
-            params_table = {o: n for o, n in names.items() if _is_param(harness, o)}
-            schema = map_schema_text(hook["params"]["schema"], text)
-            hook["params"] = {**hook["params"], "schema": rename_properties(schema, params_table)}
-    return build_harness(data, harness)
-
-
-def _skeleton(schema: Any) -> tuple[Any, dict[str, str]]:
-    """A JSON Schema with the same meta-schema validity as `schema`, in a canonical form:
-    every description/title/$comment empty, every `default` null, top-level properties named
-    p0, p1, ... in the order of their (skeleton) sub-schemas, `required` sorted. None of this
-    can change whether a schema is valid (names, texts and defaults are free; the order of
-    properties and of `required` is not checked), so HSA variants of one schema (renamed,
-    reworded, reordered, new defaults) share one cached meta-schema check."""
-    if not isinstance(schema, dict):
-        return schema, {}
-    blank = _blank(schema)
-    props = blank.get("properties")
-    if not isinstance(props, dict):
-        return blank, {}
-    order = sorted(props, key=lambda k: json.dumps(props[k], sort_keys=True, default=str))
-    names = {k: f"p{i}" for i, k in enumerate(order)}
-    out = rename_properties(blank, names)
-    out["properties"] = {names[k]: props[k] for k in order}
-    if isinstance(out.get("required"), list):
-        out["required"] = sorted(out["required"], key=str)
-    return out, names
-
-
-def _blank(value: Any) -> Any:
-    """`map_schema_text` to "" plus every `default` set to null."""
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if key in _SCHEMA_TEXT_KEYS and isinstance(item, str):
-                out[key] = ""
-            elif key == "default":
-                out[key] = None
-            elif key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(
-                item, dict
-            ):
-                out[key] = {k: _blank(v) for k, v in item.items()}
-            elif key in ("enum", "const", "examples"):
-                out[key] = item
-            else:
-                out[key] = _blank(item)
-        return out
-    if isinstance(value, list):
-        return [_blank(v) for v in value]
-    return value
-
-
-def build_harness(data: dict[str, Any], base: Harness | None = None) -> Harness:
-    """`Harness.model_validate(data)` with every validator run, but fast for HSA variants.
-
-    - With `base` (the harness `data` was dumped from), every skill, tool and hook whose data
-      is unchanged is `base`'s own instance, not a new one: a variant shares what a transform
-      did not touch (treat harnesses as immutable values), which also lets callers reuse
-      per-component work such as rendered folder files.
-    - Validating a tool or a `validate_tool_args` hook meta-checks its JSON Schema
-      (milliseconds, cached by the schema's JSON), and every renamed parameter or reworded
-      description makes a new JSON. Changed tools and hooks are therefore validated on their
-      schema's skeleton (same validity, see `_skeleton`; `binding_args` keys renamed alike,
-      so their checks hold too), then given their real schemas back.
-
-    The result takes `data`'s dicts as they are: pass data you own (a `model_dump`)."""
-    shared: dict[str, dict[str, tuple[Any, dict[str, Any]]]] = {}
-    if base is not None:
-        dumped = base.model_dump()
-        for section in ("skills", "tools", "hooks"):
-            instances = getattr(base, section)
-            shared[section] = {
-                d["name"]: (obj, d) for obj, d in zip(instances, dumped[section], strict=True)
-            }
-
-    def reuse(section: str, raw: Any) -> Any:
-        if not isinstance(raw, dict):
-            return None
-        hit = shared.get(section, {}).get(raw.get("name", ""))
-        return hit[0] if hit is not None and _same(hit[1], raw) else None
-
-    skills = [reuse("skills", raw) or raw for raw in data.get("skills", [])]
-    tools: list[Any] = []
-    real_tools: list[tuple[dict[str, Any], dict[str, str]] | None] = []
-    for raw in data.get("tools", []):
-        same = reuse("tools", raw)
-        if same is not None or not isinstance(raw.get("parameters"), dict):
-            tools.append(same if same is not None else raw)
-            real_tools.append(None)
+    tools_renamed = any(t in names for t in old_tools)
+    params_table: dict[str, str] | None = None
+    out: list[Hook | Edit] = []
+    for hook in harness.hooks:
+        if hook.matcher != "*" and tools_renamed:
+            pairs = tuple((t, names.get(t, t)) for t in old_tools)
+            _check_matcher(hook.matcher, renamer.regex(hook.matcher), pairs)
+        if not _mentions(_blob(hook), renamer):
+            out.append(hook)
             continue
-        skeleton, names = _skeleton(raw["parameters"])
-        binding_args = dict(raw.get("binding_args") or {})
-        renamed = {names.get(k, k): v for k, v in binding_args.items()}
-        tools.append({**raw, "parameters": skeleton, "binding_args": renamed})
-        real_tools.append((raw["parameters"], binding_args))
-    hooks: list[Any] = []
-    real_hooks: list[dict[str, Any] | None] = []
-    for raw in data.get("hooks", []):
-        same = reuse("hooks", raw)
-        params = raw.get("params") if isinstance(raw, dict) else None
-        kind = raw.get("kind") if isinstance(raw, dict) else None
-        if same is not None or kind != HookKind.VALIDATE_TOOL_ARGS or not isinstance(params, dict):
-            hooks.append(same if same is not None else raw)
-            real_hooks.append(None)
-            continue
-        skeleton, _ = _skeleton(params.get("schema"))
-        hooks.append({**raw, "params": {**params, "schema": skeleton}})
-        real_hooks.append(params)
-    probe = Harness.model_validate({**data, "skills": skills, "tools": tools, "hooks": hooks})
-    final_tools = [
-        tool
-        if real is None
-        else tool.model_copy(update={"parameters": real[0], "binding_args": dict(real[1])})
-        for tool, real in zip(probe.tools, real_tools, strict=True)
-    ]
-    final_hooks = [
-        hook if real is None else hook.model_copy(update={"params": real})
-        for hook, real in zip(probe.hooks, real_hooks, strict=True)
-    ]
-    return probe.model_copy(update={"tools": final_tools, "hooks": final_hooks})
+        new: dict[str, Any] = {"reminder": renamer.text(hook.reminder), "matcher": hook.matcher}
+        if hook.matcher != "*":
+            new["matcher"] = renamer.regex(hook.matcher)
+        new["params"] = hook.params
+        if hook.kind is HookKind.VALIDATE_TOOL_ARGS and "schema" in hook.params:
+            if params_table is None:
+                params_table = {o: n for o, n in names.items() if _is_param(harness, o)}
+            schema = map_schema_text(hook.params["schema"], renamer.text)
+            new["params"] = {**hook.params, "schema": rename_properties(schema, params_table)}
+        if _same(new["params"], hook.params):
+            new["params"] = hook.params
+        unchanged = new["reminder"] == hook.reminder and new["matcher"] == hook.matcher
+        out.append(hook if unchanged and new["params"] is hook.params else Edit(hook, new))
+    return out
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -638,10 +726,13 @@ def _is_param(harness: Harness, name: str) -> bool:
     return any(name in t.parameters.get("properties", {}) for t in harness.tools)
 
 
-def _check_matcher(old: str, new: str, tools: Sequence[str], names: Mapping[str, str]) -> None:
-    for tool in tools:
+@lru_cache(maxsize=4096)
+def _check_matcher(old: str, new: str, tools: tuple[tuple[str, str], ...]) -> None:
+    """RenameError unless the renamed matcher `new` matches the renamed tools exactly where
+    `old` matched the old names (`tools`: (old name, new name))."""
+    for tool, renamed in tools:
         before = re.fullmatch(old, tool) is not None
-        after = re.fullmatch(new, names.get(tool, tool)) is not None
+        after = re.fullmatch(new, renamed) is not None
         if before != after:
             raise RenameError(f"hook matcher {old!r} would change meaning for tool {tool!r}")
 
@@ -674,8 +765,13 @@ def case_style(words: Sequence[str], style: str) -> str:
 
 def name_words(name: str) -> list[str]:
     """Lowercase words of a snake / kebab / camel / Pascal name."""
+    return list(_name_words(name))
+
+
+@lru_cache(maxsize=4096)
+def _name_words(name: str) -> tuple[str, ...]:
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return [w.lower() for w in re.split(r"[\s_-]+", spaced) if w]
+    return tuple(w.lower() for w in re.split(r"[\s_-]+", spaced) if w)
 
 
 def hex_tag(rng: random.Random, digits: int = 4) -> str:
@@ -891,19 +987,19 @@ def rename_or_skip(harness: Harness, renames: Renames) -> Harness:
 
     try:
         return apply_renames(harness, renames)
-    except (RenameError, ValidationError) as exc:
+    except (RenameError, ValidationError, FieldValueError) as exc:
         raise Skip(f"rename not applicable: {exc}") from None
 
 
-def rebuild_or_skip(data: dict[str, Any], base: Harness | None = None) -> Harness:
-    """`build_harness(data, base)`, a failure turned into `Skip`."""
+def assemble_or_skip(base: Harness, **parts: Any) -> Harness:
+    """`core.hsa.build.assemble(base, **parts)`, a failure turned into `Skip`."""
     from pydantic import ValidationError
 
     from core.hsa.transform import Skip
 
     try:
-        return build_harness(data, base)
-    except ValidationError as exc:
+        return assemble(base, **parts)
+    except (ValidationError, FieldValueError) as exc:
         raise Skip(f"the transformed harness does not validate: {exc}") from None
 
 

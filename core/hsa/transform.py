@@ -91,8 +91,11 @@ def load_bank(name: BankName | str, root: Path | None = None) -> Bank:
 TransformFn = Callable[[Harness, random.Random, Bank], tuple[Harness, SurfaceMapping]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Transform:
+    """A registered transform. Compared by identity (each name is registered once), which keeps
+    the policy's list operations cheap."""
+
     name: str
     dimension: Dimension
     fn: TransformFn

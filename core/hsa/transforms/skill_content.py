@@ -24,12 +24,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.harness.models import Harness, SkillKind
+from core.hsa.build import changed, unchanged
 from core.hsa.mapping import SurfaceMapping
 from core.hsa.text import (
     DISTRACTOR_KEY,
     ListBlock,
+    assemble_or_skip,
     fill_placeholders,
-    rebuild_or_skip,
     render_list,
     replace_blocks,
     replace_phrases,
@@ -65,10 +66,13 @@ def resolver(harness: Harness) -> Callable[[str, str], str | None]:
     return resolve
 
 
-def _unchanged(before: Harness, after: dict[str, Any]) -> bool:
-    return [(s.description, s.body) for s in before.skills] == [
-        (s["description"], s["body"]) for s in after["skills"]
-    ]
+def _with_bodies(harness: Harness, rewrite: Callable[[str], str], why: str) -> Harness:
+    """`harness` with every skill body rewritten by `rewrite` (in skill order); Skip(`why`)
+    when no body changes."""
+    skills = [changed(s, body=rewrite(s.body)) for s in harness.skills]
+    if unchanged(harness.skills, skills):
+        raise Skip(why)
+    return assemble_or_skip(harness, skills=skills)
 
 
 @transform("skill_paraphrase_descriptions", Dimension.SKILL_CONTENT)
@@ -82,8 +86,8 @@ def skill_paraphrase_descriptions(
     table = section.get("descriptions", {})
     phrases = section.get("phrases", {})
     resolve = resolver(harness)
-    data = harness.model_dump()
-    for skill, source in zip(data["skills"], harness.skills, strict=True):
+    skills: list[Any] = []
+    for source in harness.skills:
         options = table.get(skill_role(source) or "", [])
         text: str | None = None
         if options and rng.random() < DESCRIPTION_PROBABILITY:
@@ -91,12 +95,11 @@ def skill_paraphrase_descriptions(
             usable = [c for c in candidates if c and len(c) <= MAX_DESCRIPTION]
             text = rng.choice(usable) if usable else None
         if text is None:
-            text = replace_phrases(skill["description"], phrases, rng, PHRASE_PROBABILITY)
-        if len(text) <= MAX_DESCRIPTION:
-            skill["description"] = text
-    if _unchanged(harness, data):
+            text = replace_phrases(source.description, phrases, rng, PHRASE_PROBABILITY)
+        skills.append(changed(source, description=text) if len(text) <= MAX_DESCRIPTION else source)
+    if unchanged(harness.skills, skills):
         raise Skip("no skill description has a bank paraphrase")
-    return rebuild_or_skip(data, harness), SurfaceMapping()
+    return assemble_or_skip(harness, skills=skills), SurfaceMapping()
 
 
 @transform("skill_paraphrase_bodies", Dimension.SKILL_CONTENT)
@@ -106,12 +109,12 @@ def skill_paraphrase_bodies(
     """Reword skill bodies phrase by phrase from the bank (headings, rules, example labels);
     code, identifiers, JSON examples and numbers are never touched."""
     phrases = bank.section("skills").get("phrases", {})
-    data = harness.model_dump()
-    for skill in data["skills"]:
-        skill["body"] = replace_phrases(skill["body"], phrases, rng, PHRASE_PROBABILITY)
-    if _unchanged(harness, data):
-        raise Skip("no skill body has a bank phrase")
-    return rebuild_or_skip(data, harness), SurfaceMapping()
+    out = _with_bodies(
+        harness,
+        lambda body: replace_phrases(body, phrases, rng, PHRASE_PROBABILITY),
+        "no skill body has a bank phrase",
+    )
+    return out, SurfaceMapping()
 
 
 # ----------------------------------------------------------------------------- lists
@@ -168,12 +171,12 @@ def skill_bullet_shuffle(
     """Reorder the items of bulleted (order-free) lists in skill bodies, nested ones too;
     numbered lists are steps and keep their order. Item punctuation ("a;" ... "c.") is put
     back in place."""
-    data = harness.model_dump()
-    for skill in data["skills"]:
-        skill["body"] = _shuffle_lists(skill["body"], rng)
-    if _unchanged(harness, data):
-        raise Skip("no skill body has a bulleted list of two or more items")
-    return rebuild_or_skip(data, harness), SurfaceMapping()
+    out = _with_bodies(
+        harness,
+        lambda body: _shuffle_lists(body, rng),
+        "no skill body has a bulleted list of two or more items",
+    )
+    return out, SurfaceMapping()
 
 
 def _sentence(text: str, lower: bool = False) -> str:
@@ -247,12 +250,10 @@ def skill_list_format(
     a one-line list as prose (numbered steps keep their order through bank connectors such as
     "To start, ... Next, ... Last, ...")."""
     connectors = bank.section("skills").get("prose", {}).get("ordered", [])
-    data = harness.model_dump()
-    for skill in data["skills"]:
-        skill["body"] = _reformat(skill["body"], rng, connectors)
-    if _unchanged(harness, data):
-        raise Skip("no skill body has a list")
-    return rebuild_or_skip(data, harness), SurfaceMapping()
+    out = _with_bodies(
+        harness, lambda body: _reformat(body, rng, connectors), "no skill body has a list"
+    )
+    return out, SurfaceMapping()
 
 
 # ----------------------------------------------------------------------------- distractors
@@ -284,8 +285,7 @@ def skill_distractors(
     if not fresh:
         raise Skip("no distractor skill in the bank is free to add")
     chosen = rng.sample(fresh, min(len(fresh), rng.randint(1, 3)))
-    data = harness.model_dump()
-    skills = data["skills"]
+    skills: list[Any] = list(harness.skills)
     for name, description, body in chosen:
         skill = {
             "name": name,
@@ -295,4 +295,4 @@ def skill_distractors(
             "metadata": {DISTRACTOR_KEY: "true"},
         }
         skills.insert(rng.randint(0, len(skills)), skill)
-    return rebuild_or_skip(data, harness), SurfaceMapping()
+    return assemble_or_skip(harness, skills=skills), SurfaceMapping()

@@ -36,13 +36,16 @@ import json
 import random
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from core.harness.models import TOOL_NAME_RE, Harness, Tool
 from core.harness.schema import argument_errors
+from core.hsa.build import Edit, unchanged
 from core.hsa.mapping import SurfaceMapping
 from core.hsa.text import (
     Renames,
+    assemble_or_skip,
     canonical_param,
     case_style,
     current_param,
@@ -50,7 +53,6 @@ from core.hsa.text import (
     hex_tag,
     name_words,
     pick_fresh,
-    rebuild_or_skip,
     rename_or_skip,
     replace_phrases,
     shuffled,
@@ -77,6 +79,7 @@ def _props(tool: Tool) -> dict[str, Any]:
     return props if isinstance(props, dict) else {}
 
 
+@lru_cache(maxsize=4096)
 def _styled(name: str, style: str) -> str:
     return case_style(name_words(name), style)
 
@@ -262,22 +265,23 @@ def tool_param_order(
 ) -> tuple[Harness, SurfaceMapping]:
     """Shuffle the parameter order of every tool with two or more parameters, and the order
     of its `required` list on its own (hand-written schemas list them in any order)."""
-    data = harness.model_dump()
-    changed = False
-    for tool in data["tools"]:
-        params = tool["parameters"]
-        props = params.get("properties", {})
+    tools: list[Any] = []
+    reordered = False
+    for tool in harness.tools:
+        props = tool.parameters.get("properties", {})
         if not isinstance(props, dict) or len(props) < 2:
+            tools.append(tool)
             continue
         order = shuffled(rng, list(props))
-        changed = changed or order != list(props)
-        params["properties"] = {k: props[k] for k in order}
+        reordered = reordered or order != list(props)
+        params = {**tool.parameters, "properties": {k: props[k] for k in order}}
         required = params.get("required")
         if isinstance(required, list) and len(set(required)) >= 2:
             params["required"] = shuffled(rng, required)
-    if not changed:
+        tools.append(Edit(tool, {"parameters": params}))
+    if not reordered:
         raise Skip("no tool has two or more parameters")
-    return rebuild_or_skip(data, harness), SurfaceMapping()
+    return assemble_or_skip(harness, tools=tools), SurfaceMapping()
 
 
 # ----------------------------------------------------------------------------- descriptions
@@ -331,18 +335,17 @@ def tool_paraphrase_descriptions(
     descriptions = section.get("descriptions", {})
     param_descriptions = section.get("param_descriptions", {})
     phrases = section.get("phrases", {})
-    data = harness.model_dump()
-    for tool, source in zip(data["tools"], harness.tools, strict=True):
+    tools: list[Any] = []
+    for source in harness.tools:
         resolve = _tool_resolver(harness, source)
         options = descriptions.get(source.binding, [])
         text = None
         if options and rng.random() < DESCRIPTION_PROBABILITY:
             usable = [t for t in (fill_placeholders(o, resolve) for o in options) if t]
             text = rng.choice(usable) if usable else None
-        tool["description"] = text or replace_phrases(
-            tool["description"], phrases, rng, PHRASE_PROBABILITY
-        )
-        for name, schema in tool["parameters"].get("properties", {}).items():
+        description = text or replace_phrases(source.description, phrases, rng, PHRASE_PROBABILITY)
+        props: dict[str, Any] = dict(source.parameters.get("properties", {}))
+        for name, schema in list(props.items()):
             if not isinstance(schema, dict):
                 continue
             canonical = canonical_param(source, name)
@@ -358,11 +361,17 @@ def tool_paraphrase_descriptions(
                 if note is None:
                     continue
                 new = _join(new, note)
-            schema["description"] = new
-    out = rebuild_or_skip(data, harness)
-    if out == harness:
+            props[name] = {**schema, "description": new}
+        params = source.parameters
+        if props != params.get("properties", {}):
+            params = {**params, "properties": props}
+        if description != source.description or params is not source.parameters:
+            tools.append(Edit(source, {"description": description, "parameters": params}))
+        else:
+            tools.append(source)
+    if unchanged(harness.tools, tools):
         raise Skip("no tool description has a bank paraphrase")
-    return out, SurfaceMapping()
+    return assemble_or_skip(harness, tools=tools), SurfaceMapping()
 
 
 # ----------------------------------------------------------------------------- additions
@@ -392,10 +401,11 @@ def tool_optional_params(
     if not pool or not targets:
         raise Skip("no optional parameters in the bank or no tool to add them to")
     used = used_names(harness)
-    data = harness.model_dump()
+    tools: list[Any] = list(harness.tools)
     added = 0
     for index in rng.sample(targets, min(len(targets), rng.randint(1, 3))):
-        params = data["tools"][index]["parameters"]
+        source = harness.tools[index]
+        params = dict(source.parameters)
         props = params.setdefault("properties", {})
         free = [e for e in pool if str(e.get("name", "")).casefold() not in used]
         if not free:
@@ -409,10 +419,11 @@ def tool_optional_params(
         items = list(props.items())
         items.insert(rng.randint(0, len(items)), (name, copy.deepcopy(schema)))
         params["properties"] = dict(items)
+        tools[index] = Edit(source, {"parameters": params}, added=(name,))
         added += 1
     if not added:
         raise Skip("every bank optional parameter is already in use")
-    return rebuild_or_skip(data, harness), SurfaceMapping()
+    return assemble_or_skip(harness, tools=tools), SurfaceMapping()
 
 
 @transform("tool_distractors", Dimension.TOOL_SCHEMAS)
@@ -430,8 +441,7 @@ def tool_distractors(
     pool = [t for t in DISTRACTOR_TOOLS if table.get(t.name) and t.binding not in bindings]
     if not pool:
         raise Skip("no distractor tool with bank names is free to add")
-    data = harness.model_dump()
-    tools = data["tools"]
+    tools: list[Any] = list(harness.tools)
     added = 0
     for base in rng.sample(pool, min(len(pool), rng.randint(1, 3))):
         entries = [e for e in table[base.name] if str(e.get("name", "")).casefold() not in used]
@@ -440,15 +450,20 @@ def tool_distractors(
             continue
         entry = rng.choice(entries)
         used.add(str(entry["name"]).casefold())
-        tool = base.model_copy(
-            update={"name": str(entry["name"]), "description": str(entry["description"])},
-            deep=True,
-        ).model_dump()
+        tool = _distractor(base.name, str(entry["name"]), str(entry["description"]))
         tools.insert(rng.randint(0, len(tools)), tool)
         added += 1
     if not added:
         raise Skip("every distractor name in the bank is already in use")
-    return rebuild_or_skip(data, harness), SurfaceMapping()
+    return assemble_or_skip(harness, tools=tools), SurfaceMapping()
+
+
+@lru_cache(maxsize=256)
+def _distractor(base: str, name: str, description: str) -> Tool:
+    """A distractor tool under a bank name and description (validated once, then shared by
+    every variant that draws it: harnesses are values)."""
+    (tool,) = [t for t in DISTRACTOR_TOOLS if t.name == base]
+    return Tool.model_validate({**tool.model_dump(), "name": name, "description": description})
 
 
 # ----------------------------------------------------------------------------- defaults
@@ -502,17 +517,19 @@ def tool_change_defaults(
     """Change the default of parameters that have one (demo: search_products.limit 5 -> e.g.
     8); the new value goes into the parameter's description, and a gold call that relied on
     the old default passes it explicitly (explicit_defaults)."""
-    data = harness.model_dump()
     explicit: dict[str, dict[str, Any]] = {}
-    for tool in data["tools"]:
-        for name, schema in tool["parameters"].get("properties", {}).items():
+    tools: list[Any] = []
+    for source in harness.tools:
+        props: dict[str, Any] = dict(source.parameters.get("properties", {}))
+        tool = {"name": source.name, "description": source.description}
+        for name, schema in list(props.items()):
             if not isinstance(schema, dict) or "default" not in schema:
                 continue
             new = _new_default(schema, rng)
             if new is None:
                 continue
             old = schema["default"]
-            schema["default"] = new
+            schema = props[name] = {**schema, "default": new}
             description = str(schema.get("description", ""))
             carried = _carry(description, old, new)
             if carried is None:
@@ -525,6 +542,11 @@ def tool_change_defaults(
             if tool_text is not None:
                 tool["description"] = tool_text
             explicit.setdefault(tool["name"], {})[name] = copy.deepcopy(old)
+        if source.name not in explicit:
+            tools.append(source)
+            continue
+        params = {**source.parameters, "properties": props}
+        tools.append(Edit(source, {"description": tool["description"], "parameters": params}))
     if not explicit:
         raise Skip("no tool parameter has a default that can change")
-    return rebuild_or_skip(data, harness), SurfaceMapping(explicit_defaults=explicit)
+    return assemble_or_skip(harness, tools=tools), SurfaceMapping(explicit_defaults=explicit)
