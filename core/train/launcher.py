@@ -1,0 +1,233 @@
+"""Launching runs from a long-lived front end (the studio): preview, start, resume, restart.
+
+    text = command_preview(config, env, home=home, run_id=run_id)   # the exact lines
+    run, proc = launch_stage(store, config, env, home=home, run_id=run_id)
+    pipeline = launch_pipeline(store, config, env, home=home)       # detached orchestrator
+
+The front end's workspace is a folder it was given, not necessarily `$HAT_HOME`; run folders
+(`core.paths.runs_dir`) and the training children follow `HAT_HOME`, so every launch here
+runs with `HAT_HOME` set to that folder (and `CUDA_VISIBLE_DEVICES` to the chosen GPUs, when
+a subset was chosen) for the duration of the call, under a lock.
+
+Stage children are started with `runs.start` (their own session: they outlive the front end,
+which re-attaches later). A pipeline is orchestrated by a detached `hat train resume <id>`
+process rather than by a thread of the front end, for the same reason: closing the window
+must not end a pipeline between two stages. The chosen GPUs are kept in the run's outputs
+(`devices`) so that resume and restart use the same ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from core.store import Store
+from core.store.training import RunRecord, get_run, update_run
+from core.train.config import (
+    Environment,
+    PipelineConfig,
+    StageConfig,
+    parse_pipeline,
+    parse_stage,
+    resolved_stages,
+)
+from core.train.pipeline import start_pipeline
+from core.train.runs import (
+    RunError,
+    new_run_id,
+    prepare,
+    project_root,
+    refresh,
+    resume,
+    show_command,
+    start,
+    training_python,
+)
+from core.train.scaleout import stage_command
+
+PIPELINE_LOG = "pipeline.log"
+_env_lock = threading.RLock()
+
+
+@contextlib.contextmanager
+def launch_environment(home: Path, devices: list[int] | None = None) -> Iterator[None]:
+    """`HAT_HOME` (and `CUDA_VISIBLE_DEVICES`) for one launch (module doc)."""
+    wanted = {"HAT_HOME": str(Path(home))}
+    if devices is not None:
+        wanted["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in devices)
+    with _env_lock:
+        saved = {key: os.environ.get(key) for key in wanted}
+        os.environ.update(wanted)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def _devices_prefix(devices: list[int] | None) -> str:
+    if devices is None:
+        return ""
+    return f"CUDA_VISIBLE_DEVICES={','.join(str(d) for d in devices)} "
+
+
+def command_preview(
+    config: StageConfig | PipelineConfig,
+    env: Environment,
+    *,
+    home: Path,
+    run_id: str | None = None,
+    devices: list[int] | None = None,
+    python: str | None = None,
+) -> str:
+    """The exact commands a launch runs: the `hat train` line and the training process line
+    (`python -m training …` on CPU, `accelerate launch …` with GPUs), with the accelerate
+    config when one is generated."""
+    runs = Path(home) / "runs"
+    exe = python or training_python()
+    prefix = _devices_prefix(devices)
+    if isinstance(config, PipelineConfig):
+        lines = [
+            "# from a terminal (this config saved as pipeline.yaml):",
+            f"{prefix}hat train pipeline --config pipeline.yaml",
+        ]
+        for stage in resolved_stages(config):
+            stage_dir = runs / new_run_id(stage.stage)
+            argv, accelerate = stage_command(
+                stage, env, python=exe, config_path=stage_dir / "config.yaml", run_dir=stage_dir
+            )
+            lines += ["", f"# stage {stage.stage}: the training process", show_command(argv)]
+            if accelerate is not None:
+                lines.append(f"# + generated {stage_dir / 'accelerate.yaml'}")
+        return "\n".join(lines)
+    run_dir = runs / (run_id or new_run_id(config.stage))
+    argv, accelerate = stage_command(
+        config, env, python=exe, config_path=run_dir / "config.yaml", run_dir=run_dir
+    )
+    lines = [
+        "# from a terminal (the request is saved in the run folder):",
+        f"{prefix}hat train {config.stage} --config {shlex.quote(str(run_dir / 'request.yaml'))}",
+        "",
+        "# the training process it starts:",
+        prefix + show_command(argv),
+    ]
+    if accelerate is not None:
+        lines += ["", f"# {run_dir / 'accelerate.yaml'}:", yaml.safe_dump(accelerate).rstrip()]
+    return "\n".join(lines)
+
+
+def _remember_devices(store: Store, run: RunRecord, devices: list[int] | None) -> RunRecord:
+    if devices is None:
+        return run
+    return update_run(store, run.id, outputs={**run.outputs, "devices": list(devices)})
+
+
+def launch_stage(
+    store: Store,
+    config: StageConfig,
+    env: Environment,
+    *,
+    home: Path,
+    run_id: str | None = None,
+    devices: list[int] | None = None,
+    parent: str | None = None,
+) -> tuple[RunRecord, subprocess.Popen[bytes]]:
+    """Validate, freeze and start one stage (ConfigError / RunError say why not)."""
+    with launch_environment(home, devices):
+        run = prepare(store, config, env, run_id=run_id, parent=parent)
+        run = _remember_devices(store, run, devices)
+        proc = start(store, run.id)
+    return get_run(store, run.id), proc
+
+
+def _spawn_pipeline(run: RunRecord, home: Path) -> subprocess.Popen[bytes]:
+    """`hat train resume <pipeline id>` in its own session (it runs the pending stages)."""
+    run_dir = Path(run.run_dir)
+    env = dict(os.environ)
+    root = str(project_root())
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    command = [sys.executable, "-m", "core.cli.main", "train", "resume", run.id]
+    with (run_dir / PIPELINE_LOG).open("ab") as log:
+        try:
+            return subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=root,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise RunError(f"cannot start the pipeline process: {exc.strerror}") from None
+
+
+def launch_pipeline(
+    store: Store,
+    config: PipelineConfig,
+    env: Environment,
+    *,
+    home: Path,
+    devices: list[int] | None = None,
+) -> tuple[RunRecord, subprocess.Popen[bytes]]:
+    """Validate the pipeline, create its run, and start its detached orchestrator."""
+    with launch_environment(home, devices):
+        run = start_pipeline(store, config, env)
+        run = _remember_devices(store, run, devices)
+        proc = _spawn_pipeline(run, home)
+    return run, proc
+
+
+def _devices_of(run: RunRecord) -> list[int] | None:
+    devices = run.outputs.get("devices")
+    if isinstance(devices, list) and all(isinstance(d, int) for d in devices):
+        return list(devices)
+    return None
+
+
+def resume_run(store: Store, run_id: str, *, home: Path) -> subprocess.Popen[bytes]:
+    """Continue a stopped / failed / cancelled stage from its checkpoint, or a pipeline from
+    its unfinished stage (RunError says why not)."""
+    run = refresh(store, run_id)
+    with launch_environment(home, _devices_of(run)):
+        if run.stage != "pipeline":
+            return resume(store, run.id)
+        if run.status in ("running", "done", "created"):
+            raise RunError(f"pipeline {run.id} is {run.status}; only an ended pipeline resumes")
+        return _spawn_pipeline(run, home)
+
+
+def request_of(run: RunRecord) -> StageConfig | PipelineConfig:
+    """The config a run was asked with (registry names, not resolved folders)."""
+    data: Any = yaml.safe_load(run.config) or {}
+    if run.stage == "pipeline":
+        return parse_pipeline(data)
+    return parse_stage(data, run.stage)
+
+
+def restart_run(
+    store: Store, run_id: str, env: Environment, *, home: Path
+) -> tuple[RunRecord, subprocess.Popen[bytes]]:
+    """A new run with the same request as `run_id` (which stays as it is)."""
+    run = get_run(store, run_id)
+    if not run.finished:
+        raise RunError(f"run {run.id} is {run.status}; stop it before starting it again")
+    config = request_of(run)
+    devices = _devices_of(run)
+    if isinstance(config, PipelineConfig):
+        return launch_pipeline(store, config, env, home=home, devices=devices)
+    return launch_stage(store, config, env, home=home, devices=devices)

@@ -1,0 +1,220 @@
+"""The Runs page: every training run of the workspace, and the monitor of the selected one.
+
+The list comes from the store (newest first; a pipeline's stages under it): stage, status,
+model, start time, duration, step. Selecting a run opens its monitor (`train_monitor`):
+live for a running run, replayed from its event stream for an ended one. When the studio
+opens, runs the store still marks running are settled first (`core.train.monitor.
+attach_runs`): alive ones are followed again, vanished ones show as failed with the reason
+and offer Resume. Nothing is deleted here; the history stays in the store and run folders.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFrame,
+    QHeaderView,
+    QSplitter,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from studio import theme
+from studio.context import StudioContext
+from studio.pages.train_hub import run_hub
+from studio.pages.train_monitor import STAGE_NAMES, RunMonitor
+from studio.widgets.common import PageHeader, button, label
+
+if TYPE_CHECKING:
+    from core.store.training import RunRecord
+
+COLUMNS = ("Run", "Stage", "Status", "Model", "Started", "Duration", "Step")
+STATUS_COLORS = {
+    "running": "accent",
+    "done": "success",
+    "failed": "danger",
+    "stopped": "warning",
+    "cancelled": "text-faint",
+    "created": "text-faint",
+}
+
+
+def _dot(token: str) -> QIcon:
+    pix = QPixmap(20, 20)
+    pix.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pix)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.setPen(Qt.PenStyle.NoPen)
+    painter.setBrush(QColor(theme.color(token)))
+    painter.drawEllipse(5, 5, 10, 10)
+    painter.end()
+    pix.setDevicePixelRatio(2.0)
+    return QIcon(pix)
+
+
+def _started(run: RunRecord) -> str:
+    moment: datetime | None = run.started_at or run.created_at
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M") if moment else "—"
+
+
+class RunsPage(QWidget):
+    def __init__(self, ctx: StudioContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("Page")
+        self.ctx = ctx
+        self.hub = run_hub(ctx)
+        self.items: dict[str, QTreeWidgetItem] = {}
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        self.header = PageHeader(
+            "Runs", "Every training run in this workspace: live, finished, failed or stopped"
+        )
+        self.count = label("", "Muted")
+        self.header.add(self.count)
+        self.refresh_button = button("Refresh", "history", "", "Read the runs from the store")
+        self.header.add(self.refresh_button)
+        lay.addWidget(self.header)
+
+        body = QVBoxLayout()
+        body.setContentsMargins(24, 14, 24, 16)
+        split = QSplitter(Qt.Orientation.Vertical)
+        frame = QFrame()
+        frame.setObjectName("ListFrame")
+        fl = QVBoxLayout(frame)
+        fl.setContentsMargins(1, 1, 1, 1)
+        self.tree = QTreeWidget()
+        self.tree.setColumnCount(len(COLUMNS))
+        self.tree.setHeaderLabels(list(COLUMNS))
+        self.tree.setRootIsDecorated(True)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setFrameShape(QFrame.Shape.NoFrame)
+        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.tree.setAlternatingRowColors(False)
+        head = self.tree.header()
+        head.setStretchLastSection(False)
+        head.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for column in range(1, len(COLUMNS)):
+            head.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        fl.addWidget(self.tree)
+        self.empty = label(
+            "No training runs yet. Start one from the Train page; it appears here.", "Muted"
+        )
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        fl.addWidget(self.empty)
+        split.addWidget(frame)
+        self.monitor = RunMonitor(self.hub)
+        self.monitor.on_restart = lambda run: self.select(run.id)
+        split.addWidget(self.monitor)
+        split.setSizes([230, 620])
+        split.setStretchFactor(1, 1)
+        body.addWidget(split, 1)
+        lay.addLayout(body, 1)
+
+        self.tree.currentItemChanged.connect(self._current_changed)
+        self.refresh_button.clicked.connect(self.hub.attach)
+        self.hub.runsChanged.connect(self.reload)
+        self.hub.updated.connect(self._run_updated)
+        self._clock = QTimer(self)
+        self._clock.setInterval(1000)
+        self._clock.timeout.connect(self._tick)
+        self._clock.start()
+        theme.bind(self, lambda _w: self.reload())
+        if self.hub.attached:
+            self.reload()
+
+    # ------------------------------------------------------------------ list
+
+    def reload(self) -> None:
+        runs = self.hub.runs
+        current = self.monitor.run_id
+        self.tree.blockSignals(True)
+        self.tree.clear()
+        self.items.clear()
+        parents: dict[str, QTreeWidgetItem] = {}
+        for run in runs:  # newest first
+            if run.parent is None:
+                item = QTreeWidgetItem(self.tree)
+                parents[run.id] = item
+                self._fill(item, run)
+        for run in reversed(runs):  # a pipeline's stages in their order
+            if run.parent is not None:
+                parent = parents.get(run.parent)
+                item = QTreeWidgetItem(parent) if parent is not None else QTreeWidgetItem(self.tree)
+                self._fill(item, run)
+        self.tree.expandAll()
+        self.tree.blockSignals(False)
+        self.empty.setVisible(not runs)
+        self.tree.setVisible(bool(runs))
+        running = sum(r.status == "running" for r in runs)
+        self.count.setText(
+            f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+            + (f" · {running} running" if running else "")
+        )
+        if current and current in self.items:
+            self.tree.setCurrentItem(self.items[current])
+        elif current is None and runs:
+            self.select(runs[0].id)
+
+    def _fill(self, item: QTreeWidgetItem, run: RunRecord) -> None:
+        from core.train.monitor import duration_s, format_duration, model_of
+
+        total = f" / {run.total_steps}" if run.total_steps else ""
+        values = (
+            run.id,
+            STAGE_NAMES.get(run.stage, run.stage),
+            run.status,
+            model_of(run) or "—",
+            _started(run),
+            format_duration(duration_s(run)),
+            f"{run.step}{total}" if run.stage != "pipeline" else "",
+        )
+        for column, text in enumerate(values):
+            item.setText(column, text)
+        item.setIcon(2, _dot(STATUS_COLORS.get(run.status, "text-faint")))
+        item.setFont(0, theme.mono_font(12))
+        item.setData(0, Qt.ItemDataRole.UserRole, run.id)
+        if run.reason:
+            item.setToolTip(2, run.reason.splitlines()[0])
+        self.items[run.id] = item
+
+    def _tick(self) -> None:
+        """Running durations move on between polls."""
+        from core.train.monitor import duration_s, format_duration
+
+        for run in self.hub.runs:
+            if run.status == "running" and run.id in self.items:
+                self.items[run.id].setText(5, format_duration(duration_s(run)))
+
+    def _run_updated(self, run_id: str) -> None:
+        entry = self.hub.state(run_id)
+        item = self.items.get(run_id)
+        if entry is None or entry.run is None or item is None:
+            return
+        run = entry.run
+        if item.text(2) != run.status:
+            self.reload()
+            return
+        total = f" / {run.total_steps}" if run.total_steps else ""
+        if run.stage != "pipeline":
+            item.setText(6, f"{run.step}{total}")
+
+    # ------------------------------------------------------------------ selection
+
+    def select(self, run_id: str) -> None:
+        item = self.items.get(run_id)
+        if item is not None:
+            self.tree.setCurrentItem(item)
+        else:
+            self.monitor.show_run(run_id)
+
+    def _current_changed(self, item: QTreeWidgetItem | None, _old: object) -> None:
+        run_id = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
+        self.monitor.show_run(run_id)

@@ -1,0 +1,665 @@
+"""The Train page: configure a stage (or the whole pipeline), see the exact command, start it,
+and watch it in the Monitor tab.
+
+The forms are generated from the stage config models (`core.train.config`: SftConfig,
+OpdConfig, RlConfig, PipelineConfig) with their defaults and descriptions. Every edit is
+validated at once by the model itself (the message appears under the field it names); the
+machine-dependent checks (`check_launch`: files exist, GPU-only options on a CPU, batch
+divisibility) and the command preview run in a worker shortly after typing stops.
+
+Devices: the GPUs found by NVML (nvidia-ml-py) or nvidia-smi, each selectable; on a machine
+without one the page says the stages run on the CPU. The scale-out card is generated from
+LaunchSettings (strategy: DDP, FSDP2, ZeRO-3; machines, rank, rendezvous address) and applies
+to every stage of a pipeline.
+
+Start freezes the config into a new run (`core.train.launcher`) and shows it in the Monitor
+tab; from then on the monitor draws that run's frozen config, never this form.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFrame,
+    QHBoxLayout,
+    QScrollArea,
+    QSplitter,
+    QStackedWidget,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from studio import theme
+from studio.context import StudioContext
+from studio.logic.train_forms import (
+    FieldSpec,
+    field_errors,
+    form_data,
+    form_fields,
+    split_problem,
+)
+from studio.pages.train_hub import run_hub
+from studio.pages.train_monitor import STAGE_NAMES, RunMonitor
+from studio.widgets.common import (
+    Banner,
+    CodeEdit,
+    PageHeader,
+    Segmented,
+    button,
+    chip,
+    clear_layout,
+    label,
+    tool_button,
+)
+from studio.widgets.forms import ModelForm
+
+if TYPE_CHECKING:
+    from core.store.training import RunRecord
+    from core.train.config import Environment
+
+STAGES = ("sft", "opd", "rl")
+MODES = (
+    ("sft", "Stage 1 · HSA-SFT"),
+    ("opd", "Stage 2 · OPD"),
+    ("rl", "Stage 3 · HSA-RL"),
+    ("pipeline", "Full pipeline"),
+)
+STAGE_BLURBS = {
+    "sft": "Fine-tune on teacher trajectories under the original and augmented harnesses.",
+    "opd": "On-policy distillation: reverse KL to the pre-SFT base on general prompts.",
+    "rl": "GRPO in the simulated live room, a fresh harness variant per group, faults on.",
+}
+MODEL_FIELDS = {"model": "base", "teacher": "base", "adapter": "adapter"}
+FILE_FIELDS = ("data",)
+PIPELINE_SET = ("model", "adapter")
+"""Stage fields a pipeline sets itself (hidden from the stage forms in pipeline mode)."""
+
+
+def _scroll(widget: QWidget) -> QScrollArea:
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setWidget(widget)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    return area
+
+
+def _card(title: str) -> tuple[QFrame, QVBoxLayout]:
+    card = QFrame()
+    card.setObjectName("Card")
+    lay = QVBoxLayout(card)
+    lay.setContentsMargins(16, 12, 16, 14)
+    lay.setSpacing(8)
+    if title:
+        lay.addWidget(label(title, "SectionTitle"))
+    return card, lay
+
+
+class TrainPage(QWidget):
+    def __init__(self, ctx: StudioContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("Page")
+        self.ctx = ctx
+        self.hub = run_hub(ctx)
+        self.env: Environment | None = self.hub.env
+        self.config: Any = None
+        self.problems: list[str] = []
+        self._token = 0
+        self._checked_token = -1
+        self._starting = False
+        from core.train.runs import new_run_id
+
+        self._new_run_id = new_run_id
+        self.run_id = new_run_id("sft")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        self.header = PageHeader(
+            "Train", "HSA-SFT, on-policy distillation and HSA-RL, run as child processes"
+        )
+        self.command_toggle = button("Show command", "code", "", "Show the exact launch command")
+        self.command_toggle.setCheckable(True)
+        self.start_button = button("Start", "play", "primary", "Freeze this config and start")
+        self.header.add(self.command_toggle)
+        self.header.add(self.start_button)
+        lay.addWidget(self.header)
+
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        lay.addWidget(self.tabs, 1)
+        self.tabs.addTab(self._build_configure(), theme.icon("settings"), "Configure")
+        monitor_page = QWidget()
+        ml = QVBoxLayout(monitor_page)
+        ml.setContentsMargins(24, 14, 24, 16)
+        self.monitor = RunMonitor(self.hub)
+        self.monitor.on_restart = self._show_started
+        ml.addWidget(self.monitor)
+        self.tabs.addTab(monitor_page, theme.icon("train"), "Monitor")
+
+        self._check_timer = QTimer(self)
+        self._check_timer.setSingleShot(True)
+        self._check_timer.setInterval(180)
+        self._check_timer.timeout.connect(self._check_launch)
+        self.mode_picker.changed.connect(self._mode_changed)
+        self.start_button.clicked.connect(self.start)
+        self.command_toggle.toggled.connect(self._toggle_command)
+        for form in (*self.forms.values(), self.launch_form, self.pipeline_form):
+            form.changed.connect(self.validate)
+        for box in self.include.values():
+            box.toggled.connect(lambda _on: self.validate())
+        self.hub.envReady.connect(self._env_ready)
+        self.hub.runsChanged.connect(self._runs_changed)
+        ctx.opened.connect(self._load_models)
+        if ctx.store is not None:
+            self._load_models()
+        if self.env is not None:
+            self._env_ready()
+        self._restore()
+        self.command_toggle.setChecked(
+            str(ctx.settings.value("train/show_command", "true")) == "true"
+        )
+        self._toggle_command(self.command_toggle.isChecked())
+        self._mode_changed(self.mode_picker.value())
+        if self.hub.attached:
+            self._runs_changed()
+
+    # ------------------------------------------------------------------ building
+
+    def _build_configure(self) -> QWidget:
+        from core.train.config import STAGE_MODELS as MODELS
+        from core.train.config import LaunchSettings, PipelineConfig
+
+        page = QWidget()
+        outer = QVBoxLayout(page)
+        outer.setContentsMargins(24, 12, 24, 14)
+        outer.setSpacing(10)
+        top = QHBoxLayout()
+        self.mode_picker = Segmented(MODES)
+        top.addWidget(self.mode_picker)
+        top.addSpacing(12)
+        self.blurb = label("", "Muted")
+        top.addWidget(self.blurb, 1)
+        outer.addLayout(top)
+
+        split = QSplitter(Qt.Orientation.Horizontal)
+        self.form_stack = QStackedWidget()
+        self.stage_specs: dict[str, list[FieldSpec]] = {}
+        self.forms: dict[str, ModelForm] = {}
+        suggestions = {name: [] for name in ("model", "teacher", "adapter", "harness")}
+        for stage in STAGES:
+            specs = form_fields(MODELS[stage], exclude={"launch"})
+            self.stage_specs[stage] = specs
+            form = ModelForm(
+                specs,
+                columns=3,
+                suggestions={k: v for k, v in suggestions.items() if k in {s.path for s in specs}},
+                files=FILE_FIELDS,
+            )
+            self.forms[stage] = form
+            self.form_stack.addWidget(_scroll(form))
+        # ---- pipeline panel
+        self.pipeline_specs = form_fields(PipelineConfig, exclude={"sft", "opd", "rl"})
+        self.pipeline_form = ModelForm(self.pipeline_specs, columns=2, suggestions={"model": []})
+        pipe = QWidget()
+        pl = QVBoxLayout(pipe)
+        pl.setContentsMargins(0, 0, 0, 0)
+        pl.setSpacing(12)
+        pl.addWidget(self.pipeline_form)
+        card, cl = _card("Stages")
+        cl.addWidget(
+            label(
+                "Each stage starts from the previous stage's adapter; OPD's teacher is the base "
+                "model. The settings of each stage are those of its own tab.",
+                "Muted",
+                wrap=True,
+            )
+        )
+        self.include: dict[str, QCheckBox] = {}
+        self.stage_summaries: dict[str, Any] = {}
+        for stage in STAGES:
+            row = QHBoxLayout()
+            row.setSpacing(10)
+            box = QCheckBox(dict(MODES)[stage])
+            box.setChecked(True)
+            self.include[stage] = box
+            row.addWidget(box)
+            summary = label("", "Faint")
+            self.stage_summaries[stage] = summary
+            row.addWidget(summary, 1)
+            edit = button("Edit settings", "settings", "ghost")
+            edit.clicked.connect(lambda _c=False, s=stage: self.mode_picker.set_value(s, True))
+            row.addWidget(edit)
+            cl.addLayout(row)
+        pl.addWidget(card)
+        pl.addStretch(1)
+        self.pipeline_form.layout().takeAt(self.pipeline_form.layout().count() - 1)  # no stretch
+        self.form_stack.addWidget(_scroll(pipe))
+        split.addWidget(self.form_stack)
+
+        # ---- side column
+        side = QWidget()
+        sl = QVBoxLayout(side)
+        sl.setContentsMargins(0, 0, 4, 0)
+        sl.setSpacing(12)
+        devices, self.devices_layout = _card("Devices")
+        self.devices_body = QVBoxLayout()
+        self.devices_body.setSpacing(6)
+        self.devices_layout.addLayout(self.devices_body)
+        self.devices_body.addWidget(label("Looking for GPUs…", "Muted"))
+        self.gpu_boxes: list[QCheckBox] = []
+        sl.addWidget(devices)
+        self.start_banner = Banner()
+        sl.addWidget(self.start_banner)
+        check, check_layout = _card("Launch check")
+        self.check_text = label("Checking…", "Muted", wrap=True)
+        self.check_text.setTextFormat(Qt.TextFormat.RichText)
+        self.check_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        check_layout.addWidget(self.check_text)
+        sl.addWidget(check)
+        self.command_card, command_layout = _card("")
+        head = QHBoxLayout()
+        head.addWidget(label("Command", "SectionTitle"))
+        head.addStretch(1)
+        self.copy_button = tool_button("copy", "Copy the command")
+        self.copy_button.clicked.connect(self.copy_command)
+        head.addWidget(self.copy_button)
+        command_layout.addLayout(head)
+        self.command_view = CodeEdit(read_only=True)
+        self.command_view.setLineWrapMode(CodeEdit.LineWrapMode.WidgetWidth)
+        self.command_view.setMinimumHeight(150)
+        command_layout.addWidget(self.command_view, 1)
+        sl.addWidget(self.command_card, 1)
+        self.launch_specs = form_fields(
+            LaunchSettings, prefix="launch", exclude={"launch.device", "launch.num_gpus"}
+        )
+        self.launch_form = ModelForm(self.launch_specs, columns=2)
+        self.launch_form.layout().takeAt(self.launch_form.layout().count() - 1)
+        sl.addWidget(self.launch_form)
+        sl.addStretch(0)
+        side_scroll = _scroll(side)
+        side_scroll.setMinimumWidth(380)
+        split.addWidget(side_scroll)
+        split.setStretchFactor(0, 1)
+        split.setSizes([820, 420])
+        outer.addWidget(split, 1)
+        return page
+
+    # ------------------------------------------------------------------ models, devices
+
+    def _load_models(self) -> None:
+        def work(store: Any) -> tuple[list[str], list[str]]:
+            from core.models import list_models
+
+            records = list_models(store)
+            bases = [r.name for r in records if r.kind != "adapter"]
+            adapters = [r.name for r in records if r.kind == "adapter"]
+            return bases, adapters
+
+        self.ctx.run_store(work, on_done=self._models_loaded, on_error=lambda _e: None)
+
+    def _models_loaded(self, result: tuple[list[str], list[str]]) -> None:
+        bases, adapters = result
+        for stage, form in self.forms.items():
+            del stage
+            for path, kind in MODEL_FIELDS.items():
+                if path in form.specs:
+                    form.set_suggestions(path, bases if kind == "base" else ["", *adapters])
+            if "harness" in form.specs:
+                form.set_suggestions("harness", ["", *self.ctx.harness_names])
+            if bases and not str(form.value("model")).strip():
+                form.set_values({"model": bases[0]})
+        self.pipeline_form.set_suggestions("model", bases)
+        if bases and not str(self.pipeline_form.value("model")).strip():
+            self.pipeline_form.set_values({"model": bases[0]})
+
+    def _env_ready(self) -> None:
+        env = self.hub.env
+        if env is None:
+            return
+        self.env = env
+        clear_layout(self.devices_body)
+        self.gpu_boxes = []
+        if env.gpus == 0:
+            row = QHBoxLayout()
+            row.setSpacing(8)
+            row.addWidget(label("CPU", "FieldLabel"))
+            row.addWidget(chip(f"{env.cpu_count} cores", "neutral"))
+            row.addWidget(chip("bf16" if env.cpu_bf16 else "fp32", "neutral"))
+            row.addStretch(1)
+            self.devices_body.addLayout(row)
+            self.devices_body.addWidget(
+                label("No GPU found: the stages run on the CPU.", "Faint", wrap=True)
+            )
+        else:
+            for index, name in enumerate(env.gpu_names):
+                box = QCheckBox(f"GPU {index} · {name}")
+                box.setChecked(True)
+                box.toggled.connect(lambda _on: self.validate())
+                self.gpu_boxes.append(box)
+                self.devices_body.addWidget(box)
+            self.devices_body.addWidget(
+                label(
+                    "Unchecked GPUs are hidden from the run; none checked runs on the CPU.",
+                    "Faint",
+                    wrap=True,
+                )
+            )
+        self.validate()
+
+    def devices(self) -> tuple[dict[str, Any], list[int] | None]:
+        """(launch settings from the device choice, CUDA_VISIBLE_DEVICES list or None)."""
+        if not self.gpu_boxes:
+            return {}, None
+        chosen = [i for i, box in enumerate(self.gpu_boxes) if box.isChecked()]
+        if not chosen:
+            return {"device": "cpu", "num_gpus": 0}, None
+        if len(chosen) == len(self.gpu_boxes):
+            return {}, None
+        return {"num_gpus": len(chosen)}, chosen
+
+    # ------------------------------------------------------------------ mode, state
+
+    @property
+    def mode(self) -> str:
+        return self.mode_picker.value()
+
+    def _mode_changed(self, mode: str) -> None:
+        index = [m for m, _t in MODES].index(mode)
+        self.form_stack.setCurrentIndex(index)
+        self.blurb.setText(
+            STAGE_BLURBS.get(mode, "SFT → OPD → RL, each stage continuing the previous adapter.")
+        )
+        self.start_button.setText("Start pipeline" if mode == "pipeline" else "Start")
+        self.run_id = self._new_run_id(mode if mode != "pipeline" else "sft")
+        self.ctx.settings.setValue("train/mode", mode)
+        self.validate()
+
+    def _restore(self) -> None:
+        for stage, form in [*self.forms.items(), ("pipeline", self.pipeline_form)]:
+            text = self.ctx.settings.value(f"train/form/{stage}", "")
+            if not text:
+                continue
+            try:
+                values = json.loads(str(text))
+            except ValueError:
+                continue
+            if isinstance(values, dict):
+                form.set_values({k: v for k, v in values.items() if k in form.specs})
+        mode = str(self.ctx.settings.value("train/mode", "sft") or "sft")
+        if mode in dict(MODES):
+            self.mode_picker.set_value(mode)
+
+    def _remember(self) -> None:
+        for stage, form in [*self.forms.items(), ("pipeline", self.pipeline_form)]:
+            self.ctx.settings.setValue(f"train/form/{stage}", json.dumps(form.values()))
+
+    def _toggle_command(self, on: bool) -> None:
+        self.command_card.setVisible(on)
+        self.command_toggle.setText("Hide command" if on else "Show command")
+        self.ctx.settings.setValue("train/show_command", "true" if on else "false")
+
+    # ------------------------------------------------------------------ validation
+
+    def _stage_data(self, stage: str, *, in_pipeline: bool) -> tuple[dict[str, Any], list[str]]:
+        form = self.forms[stage]
+        values = form.values()
+        if in_pipeline:
+            values = {k: v for k, v in values.items() if k not in PIPELINE_SET}
+        data, missing = form_data(self.stage_specs[stage], values)
+        launch, launch_missing = form_data(self.launch_specs, self.launch_form.values())
+        device_settings, _devices = self.devices()
+        data["launch"] = {**launch.get("launch", {}), **device_settings}
+        return data, missing + launch_missing
+
+    def build(self) -> tuple[Any, dict[int, dict[str, str]], list[str]]:
+        """(config or None, {id(form): {path: message}}, problems naming no form field)."""
+        from core.train.config import ConfigError, parse_pipeline, parse_stage
+
+        mode = self.mode
+        targets = self._targets(mode)
+        found: dict[int, dict[str, str]] = {id(form): {} for form, _s, _p in targets}
+        problems: list[tuple[str, str]] = []
+        if mode == "pipeline":
+            data: dict[str, Any] = {}
+            pipe, missing = form_data(self.pipeline_specs, self.pipeline_form.values())
+            data.update(pipe)
+            problems += [(f"pipeline.{p}", "required") for p in missing]
+            for stage in STAGES:
+                if self.include[stage].isChecked():
+                    stage_data, stage_missing = self._stage_data(stage, in_pipeline=True)
+                    data[stage] = stage_data
+                    problems += [(f"pipeline.{stage}.{p}", "required") for p in stage_missing]
+            parse: Any = lambda: parse_pipeline(data)  # noqa: E731
+        else:
+            data, missing = self._stage_data(mode, in_pipeline=False)
+            problems += [(f"{mode}.{p}", "required") for p in missing]
+            parse = lambda: parse_stage(data, mode)  # noqa: E731
+        config = None
+        if not problems:
+            try:
+                config = parse()
+            except ConfigError as exc:
+                problems = list(exc.problems)
+        other = self._dispatch(problems, targets, found)
+        return config, found, other
+
+    def _targets(self, mode: str) -> list[tuple[ModelForm, list[FieldSpec], str]]:
+        if mode == "pipeline":
+            out = [(self.pipeline_form, self.pipeline_specs, "pipeline")]
+            for stage in STAGES:
+                out.append((self.forms[stage], self.stage_specs[stage], f"pipeline.{stage}"))
+                out.append((self.launch_form, self.launch_specs, f"pipeline.{stage}"))
+            return out
+        return [
+            (self.forms[mode], self.stage_specs[mode], mode),
+            (self.launch_form, self.launch_specs, mode),
+        ]
+
+    @staticmethod
+    def _dispatch(
+        problems: list[tuple[str, str]],
+        targets: list[tuple[ModelForm, list[FieldSpec], str]],
+        found: dict[int, dict[str, str]],
+    ) -> list[str]:
+        """Put each problem under the field it names; the rest come back as lines."""
+        other: list[str] = []
+        for where, message in problems:
+            for form, specs, prefix in targets:
+                if prefix != where and not where.startswith(prefix + ".") and where != "":
+                    continue
+                hits, _rest = field_errors([(where, message)], specs, prefix=prefix)
+                if hits:
+                    for path, text in hits.items():
+                        found.setdefault(id(form), {}).setdefault(path, text)
+                    break
+            else:
+                other.append(f"{where}: {message}" if where else message)
+        return other
+
+    def validate(self) -> None:
+        """Check the form now (pydantic) and schedule the machine checks (worker)."""
+        config, found, other = self.build()
+        all_forms = [*self.forms.values(), self.launch_form, self.pipeline_form]
+        for form in all_forms:
+            form.set_errors(found.get(id(form), {}))
+        pipeline = self.mode == "pipeline"
+        for stage in STAGES:
+            self.forms[stage].set_enabled_fields(PIPELINE_SET, not pipeline)
+        self._update_summaries()
+        self.config = config
+        self._form_problems = other + [
+            f"{path}: {message}" for errors in found.values() for path, message in errors.items()
+        ]
+        self._token += 1
+        self._render_check(pending=config is not None)
+        if config is not None:
+            self._check_timer.start()
+
+    def _update_summaries(self) -> None:
+        for stage in STAGES:
+            values = self.forms[stage].values()
+            bits = []
+            if values.get("max_steps"):
+                bits.append(f"{values['max_steps']} steps")
+            else:
+                bits.append(f"{values.get('epochs')} epoch(s)")
+            bits.append(f"lr {values.get('learning_rate')}")
+            if stage == "sft" and values.get("data"):
+                bits.append(str(values["data"]))
+            self.stage_summaries[stage].setText(" · ".join(bits))
+
+    def _check_launch(self) -> None:
+        config, env = self.config, self.env
+        if config is None or env is None:
+            return
+        token = self._token
+        home = self.ctx.home
+        run_id = self.run_id
+        _settings, devices = self.devices()
+
+        def work() -> tuple[list[str], str, str]:
+            from core.train.config import (
+                PipelineConfig,
+                batch_plan,
+                check_launch,
+                check_pipeline,
+                processes_per_machine,
+                uses_gpu,
+            )
+            from core.train.launcher import command_preview
+
+            if isinstance(config, PipelineConfig):
+                problems = check_pipeline(config, env)
+                stages = config.stages()
+                first = stages[0] if stages else None
+            else:
+                problems = check_launch(config, env)
+                first = config
+            preview = command_preview(config, env, home=home, run_id=run_id, devices=devices)
+            plan_text = ""
+            if first is not None:
+                launch = first.launch
+                per = processes_per_machine(launch, env)
+                where = "GPU" if uses_gpu(launch, env) else "CPU"
+                machines = f" × {launch.num_machines} machines" if launch.num_machines > 1 else ""
+                try:
+                    plan = batch_plan(first, env)
+                    plan_text = (
+                        f"{per} process{'es' if per > 1 else ''} on the {where}{machines} · "
+                        f"{plan.global_batch} rows per step ({plan.per_device} per device × "
+                        f"{plan.processes} × {plan.accumulation} accumulation)"
+                    )
+                except Exception:  # reported by check_launch
+                    plan_text = ""
+            return problems, preview, plan_text
+
+        def done(result: tuple[list[str], str, str]) -> None:
+            if token != self._token:
+                return
+            problems, preview, plan_text = result
+            self._checked_token = token
+            self.problems = problems
+            found: dict[int, dict[str, str]] = {}
+            targets = self._targets(self.mode)
+            other = self._dispatch([split_problem(p) for p in problems], targets, found)
+            for form in [*self.forms.values(), self.launch_form, self.pipeline_form]:
+                merged = {**found.get(id(form), {}), **form.errors}
+                form.set_errors(merged)
+            del other
+            self.command_view.set_text_keep(preview)
+            self._render_check(pending=False, plan=plan_text)
+
+        def fail(exc: BaseException) -> None:
+            if token == self._token:
+                self.problems = [str(exc)]
+                self._render_check(pending=False)
+
+        self.ctx.jobs.run(work, on_done=done, on_error=fail, label="")
+
+    def _render_check(self, *, pending: bool, plan: str = "") -> None:
+        lines = list(self._form_problems)
+        if not pending and self.config is not None:
+            lines += [p for p in self.problems if p not in lines]
+        ready = self.config is not None and not pending and not self.problems and not lines
+        self.start_button.setEnabled(ready and not self._starting and self.env is not None)
+        if pending:
+            self.check_text.setText(
+                f"<span style='color:{theme.color('text-muted')}'>Checking "
+                "this configuration on this machine…</span>"
+            )
+            return
+        if self.config is None and not lines:
+            return
+        if lines:
+            ok = theme.color("danger")
+            items = "".join(f"<li>{_html(line)}</li>" for line in lines[:12])
+            more = f"<li>… {len(lines) - 12} more</li>" if len(lines) > 12 else ""
+            count = f"{len(lines)} problem{'s' if len(lines) > 1 else ''} before this can start"
+            self.check_text.setText(
+                f"<span style='color:{ok}; font-weight:600'>{count}</span>"
+                f"<ul style='margin-left:-18px'>{items}{more}</ul>"
+            )
+            return
+        good = theme.color("success")
+        self.check_text.setText(
+            f"<span style='color:{good}; font-weight:600'>✓ Ready to start</span><br>"
+            f"<span style='color:{theme.color('text-muted')}'>{_html(plan)}</span>"
+        )
+
+    # ------------------------------------------------------------------ actions
+
+    def copy_command(self) -> None:
+        QGuiApplication.clipboard().setText(self.command_view.toPlainText())
+        self.ctx.message.emit("info", "Command copied")
+
+    def start(self) -> None:
+        """Start the configured stage or pipeline (validated again right before)."""
+        self.validate()
+        if self.config is None or self.env is None or self._starting:
+            return
+        config, env = self.config, self.env
+        _settings, devices = self.devices()
+        self._starting = True
+        self.start_button.setEnabled(False)
+        self.start_banner.hide()
+        self._remember()
+
+        def done(run: RunRecord) -> None:
+            self._starting = False
+            self.run_id = self._new_run_id(self.mode if self.mode != "pipeline" else "sft")
+            self.validate()
+            self._show_started(run)
+
+        def fail(exc: BaseException) -> None:
+            self._starting = False
+            lines = exc.lines() if hasattr(exc, "lines") else [str(exc)]
+            self.start_banner.show_message("error", "Not started: " + "\n".join(lines))
+            self.run_id = self._new_run_id(self.mode if self.mode != "pipeline" else "sft")
+            self.validate()
+
+        run_id = self.run_id if self.mode != "pipeline" else None
+        self.hub.launch(config, env, devices=devices, run_id=run_id, on_done=done, on_error=fail)
+
+    def _show_started(self, run: RunRecord) -> None:
+        name = STAGE_NAMES.get(run.stage, run.stage)
+        self.ctx.message.emit("success", f"{name} started: {run.id}")
+        self.monitor.show_run(run.id)
+        self.tabs.setCurrentIndex(1)
+
+    def _runs_changed(self) -> None:
+        """On opening: show the newest running run (or the newest run) in the monitor."""
+        if self.monitor.run_id is not None or not self.hub.runs:
+            return
+        running = [r for r in self.hub.runs if r.status == "running" and r.parent is None]
+        target = running[0] if running else self.hub.runs[0]
+        self.monitor.show_run(target.id)
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
