@@ -95,6 +95,7 @@ def renamed_harness() -> Harness:
     data = harness.model_dump(mode="json")
     text = json.dumps(data).replace("get_product_by_link", "product_lookup")
     text = text.replace("chit-chat", "small-talk")
+    text = text.replace("sim.product_lookup", "sim.get_product_by_link")  # same implementation
     return Harness.model_validate(json.loads(text))
 
 
@@ -346,7 +347,7 @@ def _shut(win: Any) -> None:
     shut(win)
 
 
-def test_server_card_shows_missing_engine_and_taken_port(qapp: Any, hat_home: Path) -> None:  # noqa: ARG001
+def test_server_card_shows_missing_engine_and_taken_port(qapp: Any, hat_home: Path) -> None:
     from tests.studio_helpers import wait_until
 
     with Store.open(hat_home / "hat.db") as store:
@@ -379,4 +380,299 @@ def test_server_card_shows_missing_engine_and_taken_port(qapp: Any, hat_home: Pa
         assert page.composer.text() == "hello" and not page.busy
     finally:
         os.environ.pop("HAT_VLLM_PYTHON", None)
+        _shut(win)
+
+
+# ----------------------------------------------------------------------------- live (slow)
+
+
+def _prefill_factory(
+    prefixes: Callable[[ChatLane], list[Any]], max_tokens: int | None = None
+) -> Callable[[Endpoint, Any, ChatLane], Any]:
+    """Clients that start each assistant turn for the model (see the module doc)."""
+    from core.serving.client import GenerationOptions
+    from tests.test_serving_live import PrefillClient
+
+    def make(endpoint: Endpoint, options: Any, lane: ChatLane) -> Any:
+        opts = options if max_tokens is None else GenerationOptions(max_tokens=max_tokens)
+        return PrefillClient(
+            endpoint.base_url,
+            endpoint.model_id,
+            engine="transformers",
+            options=opts,
+            prefixes=prefixes(lane),
+        )
+
+    return make
+
+
+def _tool_of(lane: ChatLane) -> str:
+    return next(t.name for t in lane.harness.active_tools if t.binding == "sim.get_product_by_link")
+
+
+def _chit_chat_of(lane: ChatLane) -> str:
+    return next(s.name for s in lane.harness.active_skills if s.name != "product-qa")
+
+
+def _product_prefixes(link: int) -> Callable[[ChatLane], list[Any]]:
+    def prefixes(lane: ChatLane) -> list[Any]:
+        tool = _tool_of(lane)
+
+        def reply(messages: Sequence[Any]) -> str:
+            found = re.search(
+                rf'<tool_result name="{tool}">(.*)</tool_result>',
+                str(messages[-1]["content"]),
+                re.S,
+            )
+            assert found is not None, "the tool result must be in the request"
+            product = json.loads(found.group(1))
+            return f"Link {link} is the {product['name']} at ${product['price']:.2f}."
+
+        return [call("load_skill", name="product-qa"), call(tool, link_no=link), reply]
+
+    return prefixes
+
+
+def _hello_prefixes(lane: ChatLane) -> list[Any]:
+    return [call("load_skill", name=_chit_chat_of(lane)), "Hi! Welcome to the show, so glad"]
+
+
+def _commit_versions(home: Path) -> tuple[str, str]:
+    with Store.open(home / "hat.db") as store:
+        one = store.commit(chat_harness(), "chat: two skills, one tool")
+        two = store.commit(renamed_harness(), "rename get_product_by_link and chit-chat")
+        store.tag("production", one.id)
+    return one.id, two.id
+
+
+def _run_qasync(qapp: Any, scenario: Callable[[], Any], timeout: float) -> None:
+    """Run the scenario on a qasync loop: the studio's chat requests become asyncio tasks
+    on the GUI thread, exactly as in the application."""
+    import qasync
+
+    loop = qasync.QEventLoop(qapp, already_running=False)
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_until_complete(asyncio.wait_for(scenario(), timeout))
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+async def _until(predicate: Callable[[], object], timeout: float = 600.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.05)
+
+
+def _grab(win: Any, name: str) -> None:
+    if SCREENSHOTS:
+        folder = Path(SCREENSHOTS)
+        folder.mkdir(parents=True, exist_ok=True)
+        win.grab().save(str(folder / name))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_multi_turn_request_shows_cards_and_latency(
+    qapp: Any, hat_home: Path, transformers_server: Any
+) -> None:
+    one, _two = _commit_versions(hat_home)
+    task = generate_tasks(Split.DEV, per_category=1, categories=[TaskCategory.PRICE])[0]
+    link = task.intents[0].link_no
+    assert link is not None
+    win, page = _open(hat_home)
+    try:
+        win.resize(1440, 900)
+        page.max_tokens.setValue(8)
+        page.client_factory = _prefill_factory(_product_prefixes(link))
+
+        async def scenario() -> None:
+            page.attach(transformers_server.base_url, transformers_server.model_id)
+            panel = page.servers["A"]
+            await _until(lambda: panel.state == "running", 60)
+            assert "attached" in panel.endpoint_line.text()
+            page.set_harness("A", one)
+            await _until(lambda: "A" in page.lanes and one[:10] in page.lanes["A"].harness_label)
+            column = page.columns["A"]
+            assert column.title.text() == Path(transformers_server.model_id).name
+            page._room_task = task
+            page.composer.setText(task.viewer_message)
+            page.send()
+            assert page.busy and not page.send_button.isEnabled()
+            await _until(lambda: not page.busy)
+            turn = column.turns[-1]
+            trace = turn.trace
+            assert trace is not None and trace.ok, trace and trace.reason
+            kinds = turn.card_kinds()
+            assert kinds[:4] == ["skill", "hook", "tool_call", "tool_result"], kinds
+            assert kinds.count("hook") == trace.counts.hook_runs
+            skill, tool_call, result = turn.cards[:3]  # the allowing hook is on a hook row
+            assert [c.card.kind for c in turn.cards[:3]] == ["skill", "tool_call", "tool_result"]
+            assert skill.title.text() == "product-qa"
+            assert tool_call.title.text() == "get_product_by_link"
+            assert json.loads(tool_call.body.text()) == {"link_no": link}
+            assert result.more is not None  # a long result is folded
+            product = json.loads(result.full_body)
+            allowed = [c.title for row in turn.hook_rows for c in row.cards]
+            assert "link-number-range" in allowed and "price-fact-check" in allowed
+            assert "price-fact-check" in turn.hook_rows[-1].names.text()
+            # the reply streamed into the host bubble is the accepted final reply
+            assert turn.reply_text() == trace.final_reply
+            assert product["name"] in turn.reply_text()
+            row = turn.latency
+            assert row is not None
+            text = row.plain()
+            assert re.search(r"TTFT \d+( ms|\.\d\d s)", text), text
+            assert "3 model · 1 tool" in text and "tok/s" in text
+            steps = [s for s in trace.steps if s.type == "model_call"]
+            assert all(s.timing.ttft_s and s.timing.output_tokens for s in steps)
+            assert page.lanes["A"].history  # the conversation goes on from here
+            # the session panel: the first request is the warm-up
+            assert "0 measured · 1 warm-up left out" in column.stats.note.text()
+            if SCREENSHOTS:  # two more real requests so the panel has figures
+                for message in ("hi Mia!!", task.viewer_message):
+                    page.client_factory = _prefill_factory(
+                        _hello_prefixes if message.startswith("hi") else _product_prefixes(link)
+                    )
+                    page.ask(message, task=task)
+                    await _until(lambda: not page.busy)
+                await asyncio.sleep(0.3)
+                _grab(win, "chat-cards.png")
+
+        _run_qasync(qapp, scenario, 1400)
+        with Store.open(hat_home / "hat.db") as store:
+            from core.store.serving import latency_rows
+
+            rows = latency_rows(store, page.lanes["A"].session.session)
+        assert rows and rows[0].warmup and rows[0].calls[0].token_source == "usage"
+    finally:
+        _shut(win)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_ab_two_harness_versions_fill_both_columns(
+    qapp: Any, hat_home: Path, transformers_server: Any
+) -> None:
+    one, two = _commit_versions(hat_home)
+    win, page = _open(hat_home)
+    try:
+        win.resize(1440, 900)
+        page.max_tokens.setValue(8)
+        page.client_factory = _prefill_factory(_hello_prefixes)
+
+        async def scenario() -> None:
+            page.attach(transformers_server.base_url, transformers_server.model_id)
+            await _until(lambda: page.servers["A"].state == "running", 60)
+            page.mode.set_value("ab_harness", emit=True)
+            assert page.columns["B"].isVisible() and not page.servers["B"].isVisible()
+            page.set_harness("A", one)
+            page.set_harness("B", two)
+
+            def loaded() -> bool:
+                a, b = page.lanes.get("A"), page.lanes.get("B")
+                return bool(a and b and one[:10] in a.harness_label and two[:10] in b.harness_label)
+
+            await _until(loaded)
+            assert page.ask("hi Mia, greetings from Texas!")
+            await _until(lambda: not page.busy)
+            names = {}
+            for key in ("A", "B"):
+                column = page.columns[key]
+                turn = column.turns[-1]
+                assert turn.trace is not None and turn.trace.ok, turn.trace and turn.trace.reason
+                assert turn.card_kinds()[0] == "skill"
+                names[key] = turn.cards[0].title.text()
+                assert turn.reply_text().startswith("Hi! Welcome to the show")
+                assert turn.latency is not None and "2 model · 0 tool" in turn.latency.plain()
+                assert column.title.text() == Path(transformers_server.model_id).name
+            assert names == {"A": "chit-chat", "B": "small-talk"}
+            assert page.columns["B"].meta.text().startswith(f"live-host @ {two[:10]}")
+            # each lane has its own session (and its own warm-up)
+            assert page.lanes["A"].session.session != page.lanes["B"].session.session
+            if SCREENSHOTS:
+                page.client_factory = _prefill_factory(_hello_prefixes)
+                page.ask("hello from Seattle :)")
+                await _until(lambda: not page.busy)
+                await asyncio.sleep(0.3)
+                _grab(win, "chat-ab.png")
+
+        _run_qasync(qapp, scenario, 1400)
+    finally:
+        _shut(win)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_server_killed_mid_reply_keeps_history_and_restarts(
+    qapp: Any, hat_home: Path, demo_model_folder: Path
+) -> None:
+    """A server the page started dies while streaming: the turn says so (exit status, log),
+    the history is unchanged, Restart brings it back and Ask again answers."""
+    from core.models import add_folder
+
+    one, _ = _commit_versions(hat_home)
+    with Store.open(hat_home / "hat.db") as store:
+        add_folder(store, "demo", demo_model_folder)
+    win, page = _open(hat_home)
+    panel = page.servers["A"]
+    try:
+        page.max_tokens.setValue(8)
+
+        async def scenario() -> None:
+            await _until(lambda: panel.model.currentData() == "demo", 30)
+            page.set_harness("A", one)
+            panel.start()
+            assert panel.state == "starting" and panel.stop_button.isEnabled()
+            await _until(lambda: panel.state == "running", 400)
+            assert "started here" in panel.endpoint_line.text()
+            page.client_factory = _prefill_factory(_hello_prefixes)
+            page.ask("hello!")
+            await _until(lambda: not page.busy)
+            lane = page.lanes["A"]
+            assert page.columns["A"].turns[-1].trace.ok
+            history = list(lane.history)
+            assert len(history) == 4
+
+            # a long free generation, killed once its first tokens are on screen
+            page.client_factory = _prefill_factory(lambda _lane: [], max_tokens=400)
+            page.ask("tell me a very long story about the show")
+            column = page.columns["A"]
+            await _until(lambda: column.turns[-1].draft is not None, 300)
+            panel.server.server.kill()
+            await _until(lambda: not page.busy and column.turns[-1].fault is not None, 120)
+            turn = column.turns[-1]
+            assert turn.trace.status.value == "model_error"
+            fault = turn.fault
+            assert fault.title.text() == "The transformers serve server stopped during the reply"
+            assert "killed by SIGKILL" in fault.message.text()
+            assert "conversation is kept (4 messages)" in fault.message.text()
+            assert fault.log_button is not None  # the server's last log lines
+            assert lane.history == history
+            assert panel.state == "died" and "stopped during the reply" in panel.banner.text.text()
+            # no request goes out while the server is down
+            assert not page.ask("anyone?")
+            assert "restart it" in page.banner.text.text()
+            if SCREENSHOTS:
+                _grab(win, "chat-fault.png")
+
+            fault.buttons["restart"].click()
+            await _until(lambda: panel.state == "running", 400)
+            assert not fault.buttons["restart"].isEnabled()  # resolved: the server is back
+            page.client_factory = _prefill_factory(_hello_prefixes)
+            page.max_tokens.setValue(8)
+            fault.buttons["again"].click()
+            await _until(lambda: not page.busy and column.turns[-1] is not turn, 30)
+            await _until(lambda: not page.busy)
+            again = column.turns[-1]
+            assert again.trace is not None and again.trace.ok, again.trace.reason
+            assert lane.history[:4] == history and len(lane.history) == 8
+
+        _run_qasync(qapp, scenario, 1400)
+    finally:
+        panel.shutdown()
         _shut(win)

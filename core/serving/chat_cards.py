@@ -95,7 +95,7 @@ def cards_for_step(step: Step, index: int = 0) -> list[Card]:
         call = Card(
             "tool_call",
             step.name,
-            step.call_id,
+            "",
             "ok",
             body=pretty_json(step.arguments) if step.arguments else "{}",
             step_index=index,

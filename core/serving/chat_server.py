@@ -52,7 +52,11 @@ class Endpoint:
 
     @property
     def label(self) -> str:
-        return self.model or self.model_id
+        """A short name: the registry name, else the model id (a folder path: its name)."""
+        name = self.model or self.model_id
+        if "/" in name and Path(name).is_absolute():
+            return Path(name).name or name
+        return name
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,11 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QVBoxLayout, QWidget
 
 from core.runtime.trace import ModelCallStep, ReplyStep, Step, Trace
-from core.serving.chat_cards import SessionSummary, cards_for_step, reply_latency
+from core.serving.chat_cards import Card, SessionSummary, cards_for_step, reply_latency
 from studio.widgets.cards import (
     Divider,
     FaultCard,
+    HookAllowRow,
     HostBubble,
     LatencyRow,
     StatsPanel,
@@ -45,19 +46,24 @@ class TurnView(QWidget):
         self.lay.setSpacing(6)
         self.viewer = ViewerBubble(message, meta)
         self.lay.addWidget(self.viewer)
+        self.card_data: list[Card] = []
+        """Every card of the request, in order (allowing hooks included)."""
         self.cards: list[StepCard] = []
+        """The card widgets (allowing hooks are grouped in `hook_rows` instead)."""
+        self.hook_rows: list[HookAllowRow] = []
         self.bubbles: list[HostBubble] = []
         self.draft: HostBubble | None = None
         self.latency: LatencyRow | None = None
         self.fault: FaultCard | None = None
         self.trace: Trace | None = None
+        self._allow_row: HookAllowRow | None = None
 
     # ------------------------------------------------------------------ streaming
 
     def delta(self, text: str) -> None:
         if self.draft is None:
             self.draft = HostBubble(self.host)
-            self.lay.addWidget(self.draft)
+            self._add(self.draft)
         self.draft.append(text)
 
     def step(self, step: Step, index: int) -> None:
@@ -67,7 +73,7 @@ class TurnView(QWidget):
             bubble = self.draft
             if bubble is None:  # a reply whose text never streamed (the client sent it whole)
                 bubble = HostBubble(self.host)
-                self.lay.addWidget(bubble)
+                self._add(bubble)
             bubble.set_text(step.content)
             note = (
                 "" if step.accepted else f"Blocked by {step.blocked_by}: the model was asked again"
@@ -76,9 +82,21 @@ class TurnView(QWidget):
             self.bubbles.append(bubble)
             self.draft = None
         for card in cards_for_step(step, index):
+            self.card_data.append(card)
+            if card.kind == "hook" and card.status == "allow":
+                if self._allow_row is None:
+                    self._allow_row = HookAllowRow()
+                    self.hook_rows.append(self._allow_row)
+                    self.lay.addWidget(self._allow_row)
+                self._allow_row.add(card)
+                continue
             widget = StepCard(card)
             self.cards.append(widget)
-            self.lay.addWidget(widget)
+            self._add(widget)
+
+    def _add(self, widget: QWidget) -> None:
+        self._allow_row = None
+        self.lay.addWidget(widget)
 
     def _model_call(self, step: ModelCallStep) -> None:
         draft = self.draft
@@ -100,7 +118,7 @@ class TurnView(QWidget):
             self.draft.finish(False, "Not used as a reply")
             self.draft = None
         self.latency = LatencyRow(reply_latency(trace))
-        self.lay.addWidget(self.latency)
+        self._add(self.latency)
 
     def fail(
         self,
@@ -110,13 +128,13 @@ class TurnView(QWidget):
         actions: Sequence[tuple[str, str, Callable[[], None]]] = (),
     ) -> FaultCard:
         self.fault = FaultCard(title, message, log_tail, actions)
-        self.lay.addWidget(self.fault)
+        self._add(self.fault)
         return self.fault
 
     # ------------------------------------------------------------------ for tests and views
 
     def card_kinds(self) -> list[str]:
-        return [c.card.kind for c in self.cards]
+        return [c.kind for c in self.card_data]
 
     def reply_text(self) -> str:
         accepted = [b for b in self.bubbles if b.state == "accepted"]
@@ -139,7 +157,7 @@ class LaneStream(QObject):
         self._timer.timeout.connect(self.flush)
         self.posted.connect(self._receive)
 
-    def attach(self, turn: TurnView) -> None:
+    def attach(self, turn: TurnView | None) -> None:
         self.flush()
         self.turn = turn
         self._steps = 0
@@ -178,6 +196,7 @@ class ChatColumn(QFrame):
         super().__init__(parent)
         self.lane = lane
         self.setObjectName("ChatColumn")
+        self.setMinimumWidth(340)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
@@ -213,6 +232,7 @@ class ChatColumn(QFrame):
             "Ask something as a viewer would, or pick a preset on the left.", "EmptyChat", wrap=True
         )
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.setMinimumHeight(240)
         self.flow.addWidget(self.empty)
         self.flow.addStretch(1)
         self.scroll.setWidget(body)
@@ -230,6 +250,12 @@ class ChatColumn(QFrame):
     def _insert(self, widget: QWidget) -> None:
         self.empty.hide()
         self.flow.insertWidget(self.flow.count() - 1, widget)
+
+    def show_turn(self, turn: TurnView) -> None:
+        """Scroll so that `turn` starts at the top (or the end is reached)."""
+        self.scroll.widget().layout().activate()
+        self._stick = False
+        self.scroll.verticalScrollBar().setValue(turn.y() - 8)
 
     def set_header(self, title: str, meta: str) -> None:
         self.title.setText(title)
@@ -251,7 +277,7 @@ class ChatColumn(QFrame):
             self._insert(Divider(text))
 
     def clear(self) -> None:
-        self.stream.attach(None)  # type: ignore[arg-type]
+        self.stream.attach(None)
         while self.flow.count() > 2:
             item = self.flow.takeAt(1)
             w = item.widget()

@@ -194,6 +194,7 @@ class ChatPage(QWidget):
         self.preset_list.setObjectName("PresetList")
         self.preset_list.setMinimumHeight(170)
         self.preset_list.setWordWrap(True)
+        self.preset_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.preset_list.itemClicked.connect(self._preset_clicked)
         self.preset_list.itemDoubleClicked.connect(self._preset_double_clicked)
         self.reshuffle.clicked.connect(lambda: self.load_presets(random.randint(1, 9999)))

@@ -333,11 +333,10 @@ class ServerPanel(QFrame):
         self.banner.hide()
         self._show_log("")
         self._set_state("running")
-        engine = ENGINE_TITLES.get(endpoint.engine or "url", "server")
-        where = "started here" if endpoint.managed else "attached"
-        self.endpoint_line.setText(
-            f"{endpoint.base_url}  ·  model id {endpoint.model_id}  ·  {engine}, {where}"
-        )
+        engine = ENGINE_TITLES.get(endpoint.engine or "", "")
+        where = f"{engine} started here" if endpoint.managed else "attached"
+        self.endpoint_line.setText(f"{endpoint.label} at {endpoint.base_url}  ·  {where}")
+        self.endpoint_line.setToolTip(f"model id {endpoint.model_id}")
         self.endpointChanged.emit(endpoint)
 
     def _start_failed(self, token: int, exc: BaseException, engine: str) -> None:

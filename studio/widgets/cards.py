@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
@@ -44,6 +45,8 @@ KIND_TITLES = {
     "parse_error": "Output",
     "model_error": "Model",
 }
+BODY_LINES = 8
+"""Lines of a card body shown before "Show all"."""
 STATUS_ROLES = {
     "ok": "text-muted",
     "allow": "success",
@@ -119,6 +122,41 @@ def stylesheet() -> str:
 """
 
 
+class ElidedLabel(QLabel):
+    """One line that shrinks with its column, ending in "…" (the full text in the tooltip)."""
+
+    def __init__(self, text: str, name: str, mode: Qt.TextElideMode = Qt.TextElideMode.ElideRight):
+        super().__init__()
+        self.setObjectName(name)
+        self.mode = mode
+        self.full = text
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setText(text)
+
+    def set_full(self, text: str) -> None:
+        self.full = text
+        self._elide()
+
+    def text(self) -> str:  # type: ignore[override]
+        return self.full
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        return QSize(self.fontMetrics().horizontalAdvance(self.full) + 4, hint.height())
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(24, super().minimumSizeHint().height())
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        shown = self.fontMetrics().elidedText(self.full, self.mode, max(0, self.width()))
+        super().setText(shown)
+        self.setToolTip(self.full if shown != self.full else "")
+
+
 def _text(text: str, name: str, *, wrap: bool = True, selectable: bool = True) -> QLabel:
     lab = label(text, name, wrap=wrap)
     lab.setTextFormat(Qt.TextFormat.PlainText)
@@ -137,7 +175,7 @@ class ViewerBubble(QWidget):
         row.addStretch(1)
         col = QVBoxLayout()
         col.setSpacing(3)
-        self.meta = _text(meta, "BubbleMeta", wrap=False, selectable=False)
+        self.meta = ElidedLabel(meta, "BubbleMeta")
         self.meta.setAlignment(Qt.AlignmentFlag.AlignRight)
         self.meta.setVisible(bool(meta))
         col.addWidget(self.meta)
@@ -239,18 +277,68 @@ class StepCard(QFrame):
             kind = f"HOOK · {card.status.upper()}" if card.status != "warning" else "HOOK · ERROR"
         self.kind_label = _text(kind, "CardKind", wrap=False, selectable=False)
         head.addWidget(self.kind_label)
-        self.title = _text(card.title, "CardTitle", wrap=False)
-        head.addWidget(self.title)
-        head.addStretch(1)
-        self.subtitle = _text(card.subtitle, "CardSubtitle", wrap=False, selectable=False)
-        head.addWidget(self.subtitle)
+        self.title = ElidedLabel(card.title, "CardTitle")
+        head.addWidget(self.title, 3)
+        self.subtitle = ElidedLabel(card.subtitle, "CardSubtitle", Qt.TextElideMode.ElideLeft)
+        self.subtitle.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        head.addWidget(self.subtitle, 2)
         lay.addLayout(head)
         self.detail = _text(card.detail, "CardDetail")
         self.detail.setVisible(bool(card.detail))
         lay.addWidget(self.detail)
+        lines = card.body.splitlines()
+        self.full_body = card.body
         self.body = _text(card.body, "CardBody")
+        self.body.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.body.setVisible(bool(card.body))
         lay.addWidget(self.body)
+        self.more: QToolButton | None = None
+        if len(lines) > BODY_LINES:
+            self.body.setText("\n".join(lines[:BODY_LINES]) + "\n…")
+            self.more = QToolButton()
+            self.more.setText(f"Show all {len(lines)} lines")
+            self.more.setCheckable(True)
+            self.more.setCursor(Qt.CursorShape.PointingHandCursor)
+            self.more.toggled.connect(self._expand)
+            lay.addWidget(self.more, 0, Qt.AlignmentFlag.AlignLeft)
+
+    def _expand(self, on: bool) -> None:
+        lines = self.full_body.splitlines()
+        n = len(lines)
+        self.body.setText(self.full_body if on else "\n".join(lines[:BODY_LINES]) + "\n…")
+        if self.more is not None:
+            self.more.setText("Show less" if on else f"Show all {n} lines")
+
+
+class HookAllowRow(QFrame):
+    """Consecutive hooks that allowed, on one line: the decisions that need no attention."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("StepCard")
+        self.setProperty("kind", "hook")
+        self.setProperty("status", "allow")
+        self.cards: list[Card] = []
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(10, 6, 10, 6)
+        lay.setSpacing(7)
+        icon = QLabel()
+        theme.bind_icon(icon, "hook", "success", 14)
+        lay.addWidget(icon, 0, Qt.AlignmentFlag.AlignTop)
+        self.kind_label = _text("HOOKS · ALLOW", "CardKind", wrap=False, selectable=False)
+        lay.addWidget(self.kind_label, 0, Qt.AlignmentFlag.AlignTop)
+        self.names = _text("", "CardDetail")
+        lay.addWidget(self.names, 1)
+        self.subtitle = ElidedLabel("", "CardSubtitle", Qt.TextElideMode.ElideLeft)
+        self.subtitle.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
+        lay.addWidget(self.subtitle, 0, Qt.AlignmentFlag.AlignTop)
+
+    def add(self, card: Card) -> None:
+        self.cards.append(card)
+        self.names.setText("  ·  ".join(c.title for c in self.cards))
+        events = sorted({c.subtitle.split(" · ")[0] for c in self.cards})
+        self.subtitle.set_full(", ".join(events))
+        self.setToolTip("\n".join(f"{c.title}: {c.subtitle}" for c in self.cards))
 
 
 class LatencyRow(QLabel):
@@ -312,6 +400,7 @@ class FaultCard(QFrame):
         lay.addWidget(self.message)
         self.log = _text(log_tail, "FaultLog")
         self.log.setWordWrap(False)
+        self.log.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.log.hide()
         self.log_button: QToolButton | None = None
         row = QHBoxLayout()
@@ -341,9 +430,9 @@ class FaultCard(QFrame):
             self.log_button.setText("Hide server log" if on else "Show server log")
 
     def resolve(self, text: str) -> None:
-        """The problem is over (server back): say so and retire the buttons."""
-        for b in self.buttons.values():
-            b.setEnabled(False)
+        """The problem is over (server back): say so; only "ask again" stays useful."""
+        for key, b in self.buttons.items():
+            b.setEnabled(key == "again")
         self.message.setText(f"{self.message.text()}\n{text}")
 
 
