@@ -10,6 +10,7 @@ from core.cli import (
     data_cmd,
     doctor_cmd,
     eval_cmd,
+    experiment_cmd,
     harness_cmd,
     hsa_cmd,
     models_cmd,
@@ -35,6 +36,7 @@ app.add_typer(train_cmd.app, name="train")
 app.add_typer(hsa_cmd.app, name="hsa")
 app.add_typer(doctor_cmd.app, name="doctor")
 app.add_typer(eval_cmd.app, name="eval")
+app.add_typer(experiment_cmd.app, name="experiment")
 
 
 if __name__ == "__main__":

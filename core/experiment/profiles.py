@@ -1,0 +1,152 @@
+"""Replication profiles: how big a `hat experiment replicate` run is, in one YAML file each.
+
+    profile = load_profile("cpu-small")        # resources/experiment/profiles/cpu-small.yaml
+    profile = load_profile("my-profile.yaml")  # or any file with the same fields
+
+A profile names the student model, the harness mode, the data to build, the two training
+recipes and the evaluation sizes. Unknown keys are errors naming their field (the stage
+sections are the training configs' own models, core/train/config.py, so they are checked by
+the same rules as `hat train`).
+
+**Matched step budgets.** The fixed-harness SFT model gets exactly as many optimizer steps as
+the HAT model's three stages together: `fixed_sft.max_steps = hat.sft.max_steps +
+hat.opd.max_steps + hat.rl.max_steps` (set here, never in the file), with the same batch,
+learning rate and LoRA settings as HAT's SFT stage. Steps, not tokens or FLOPs: OPD and RL
+steps cost more wall time than SFT steps (sampling), so HAT gets more compute per step; the
+report lists each stage's wall time so the difference is visible.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from core.train.config import ConfigError, OpdConfig, RlConfig, SftConfig, problems_from
+
+PROFILES = ("ci", "cpu-small", "gpu")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DataSettings(_Model):
+    per_category: int = Field(default=4, ge=1, description="Train-split tasks per category.")
+    hat_variants: int = Field(
+        default=3,
+        ge=1,
+        description="K: `train`-bank HSA variants per task for HAT (besides the original).",
+    )
+    sampler: str = Field(default="hsa", description="Variant sampler for HAT rows (train bank).")
+    seed: int = Field(default=0, ge=0, description="Task and variant seed.")
+
+
+class HatStages(_Model):
+    sft: SftConfig
+    opd: OpdConfig
+    rl: RlConfig
+
+    @model_validator(mode="after")
+    def _steps(self) -> HatStages:
+        for stage in (self.sft, self.opd, self.rl):
+            if stage.max_steps is None:
+                raise ValueError(
+                    f"hat.{stage.stage}.max_steps is required (budgets are matched in steps)"
+                )
+        return self
+
+    @property
+    def total_steps(self) -> int:
+        return sum(int(s.max_steps or 0) for s in (self.sft, self.opd, self.rl))
+
+
+class EvalSettings(_Model):
+    ls_qa: int = Field(default=8, ge=1, description="LS-QA test tasks (stratified by category).")
+    hv_qa: int = Field(default=8, ge=1, description="HV-QA test tasks.")
+    hv_variants: int = Field(default=1, ge=1, description="HV-QA heldout variants per task.")
+    ifeval: int = Field(default=8, ge=1, description="IFEval prompts (the first N).")
+    edit: int = Field(default=8, ge=1, description="LS-QA tasks run under the edited harness.")
+    max_tokens: int = Field(default=128, ge=8, description="Tokens per model call.")
+    call_timeout_s: float = Field(default=300.0, gt=0)
+    item_timeout_s: float = Field(default=900.0, gt=0)
+    concurrency: int = Field(default=1, ge=1)
+    dtype: str | None = Field(
+        default="float32", description="Serving dtype (float32 on CPU; None: the engine's choice)."
+    )
+    engine: Literal["transformers", "vllm"] = "transformers"
+
+
+class Profile(_Model):
+    name: str
+    description: str = ""
+    model: str = Field(
+        default="smollm2-135m-instruct",
+        description="Registered base model; the demo model is added when it is missing.",
+    )
+    harness: Literal["lite", "full"] = Field(
+        default="lite",
+        description="lite: the short-text copy of the demo harness (core/experiment/lite.py), "
+        "full: the demo harness as shipped.",
+    )
+    max_turns: int | None = Field(default=5, ge=1, description="lite: model calls per request.")
+    edited_harness: str = Field(
+        default="live-host-edited",
+        description="The edited harness: a folder under resources/experiment/ or a path.",
+    )
+    data: DataSettings = Field(default_factory=DataSettings)
+    parallel_training: bool = Field(
+        default=False,
+        description="Run the fixed SFT child while the HAT stages run (two training "
+        "processes at once; worth it on a CPU shared with other work, where each process "
+        "gets its own share).",
+    )
+    hat: HatStages
+    eval: EvalSettings = Field(default_factory=EvalSettings)
+
+    def fixed_sft(self) -> SftConfig:
+        """HAT's SFT settings with HAT's total step count (module doc: matched budgets)."""
+        return self.hat.sft.model_copy(update={"max_steps": self.hat.total_steps, "merge": True})
+
+
+def profiles_dir() -> Path:
+    return Path(__file__).resolve().parents[2] / "resources" / "experiment" / "profiles"
+
+
+def profile_path(ref: str) -> Path:
+    """A bundled profile's file, or `ref` itself when it is a file."""
+    path = Path(ref).expanduser()
+    if path.is_file():
+        return path
+    bundled = profiles_dir() / f"{ref}.yaml"
+    if bundled.is_file():
+        return bundled
+    known = ", ".join(sorted(p.stem for p in profiles_dir().glob("*.yaml")))
+    raise ConfigError([("profile", f"{ref!r} is neither a profile ({known}) nor a file")])
+
+
+def parse_profile(data: Any, *, where: str = "profile") -> Profile:
+    if not isinstance(data, dict):
+        raise ConfigError([(where, "must be a mapping of settings")])
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(problems_from(exc, Profile, where)) from None
+
+
+def load_profile(ref: str) -> Profile:
+    path = profile_path(ref)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError([("profile", f"cannot read {path}: {exc}")]) from None
+    return parse_profile(data, where=path.name)
+
+
+def edited_harness_path(profile: Profile) -> Path:
+    path = Path(profile.edited_harness).expanduser()
+    if path.is_dir():
+        return path
+    return profiles_dir().parent / profile.edited_harness

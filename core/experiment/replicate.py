@@ -1,0 +1,590 @@
+"""The mini-replication of the HAT report: `hat experiment replicate --profile cpu-small`.
+
+    run = Replication.create(store, load_profile("ci"), out=Path("runs/ci"))
+    run.run_all(on_message=print)               # resumable: Replication.open(store, folder)
+
+Steps, in order, each recorded in `<run folder>/state.json` with its wall time and outputs
+(a step that finished is skipped on resume; one that did not is continued where its own
+machinery allows: data generation skips written rows, training resumes from its last
+checkpoint, evaluation skips stored items):
+
+1. `setup`     the base model (the demo model is imported when missing), the original and the
+               edited harness (lite copies for the CPU profiles, core/experiment/lite.py),
+               exported to `harness/` and stored as two versions of one harness.
+2. `data`      oracle teacher rows on the train split (core/datagen): K = 0 rows for the
+               fixed-harness SFT, original + K `train`-bank HSA variants per task for HAT.
+3. `train`     fixed-harness SFT on the K = 0 rows with HAT's total step count (profiles.py:
+               matched budgets), merged and registered; and the HAT pipeline
+               (core/train/pipeline.py): HSA-SFT -> OPD (teacher: the base) -> HSA-RL in the
+               simulated room under the same harness, the last stage merged. With
+               `parallel_training` both run at once (two training processes).
+4. `eval-hv-qa`, `eval-ls-qa`, `eval-edit`, `eval-ifeval`  one suite at a time for base,
+               fixed-SFT and HAT, each model served from its merged folder by its own
+               server (core/eval): HV-QA (heldout variants) and LS-QA under the original
+               harness, LS-QA under the edited harness (the harness-edit test; "before" is
+               the same tasks' LS-QA rows), IFEval. Suite by suite, so a run cut short by
+               its deadline still compares the three models on the suites it finished.
+5. `report`    core/experiment/report.py: table, intervals, plots, report.md / report.json.
+
+Everything runs through the project's own pieces (datagen, training runs and pipeline, model
+registry, managed servers, the evaluation runner); this module only sequences them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from core.eval.results import Suite
+from core.experiment.profiles import Profile, edited_harness_path, parse_profile
+from core.store import Store
+
+STEPS = ("setup", "data", "train", "eval-hv-qa", "eval-ls-qa", "eval-edit", "eval-ifeval",
+         "report")  # fmt: skip
+MODELS = ("base", "fixed", "hat")
+EVAL_PARTS = ("hv-qa", "ls-qa", "edit", "ifeval")
+STATE_FILE = "state.json"
+PROFILE_FILE = "profile.yaml"
+
+Message = Callable[[str], None]
+
+
+class ReplicationError(RuntimeError):
+    """A step cannot go on; the message says which and why (the state keeps what was done)."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+@dataclass
+class Replication:
+    """One replication run folder and its state (module doc)."""
+
+    store: Store
+    folder: Path
+    profile: Profile
+    state: dict[str, Any]
+    ifeval_path: str | None = None
+    deadline: float | None = None
+    """Epoch seconds after which no evaluation item starts (the steps end "partial" and the
+    report is written from the rows there are); None: no deadline."""
+
+    # ------------------------------------------------------------------ create / open
+
+    @classmethod
+    def create(
+        cls, store: Store, profile: Profile, out: Path, *, ifeval_path: str | None = None
+    ) -> Replication:
+        out = out.expanduser().resolve()
+        if (out / STATE_FILE).exists():
+            raise ReplicationError(f"{out} already holds a replication; resume it instead")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / PROFILE_FILE).write_text(
+            yaml.safe_dump(profile.model_dump(mode="json"), sort_keys=False), encoding="utf-8"
+        )
+        state: dict[str, Any] = {
+            "profile": profile.name,
+            "created_at": _now(),
+            "tag": out.name,
+            "ifeval_path": ifeval_path,
+            "steps": {},
+            "machine": machine_note(),
+        }
+        run = cls(store, out, profile, state, ifeval_path)
+        run.save()
+        return run
+
+    @classmethod
+    def open(cls, store: Store, folder: Path) -> Replication:
+        folder = folder.expanduser().resolve()
+        try:
+            state = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
+            data = yaml.safe_load((folder / PROFILE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError, yaml.YAMLError) as exc:
+            raise ReplicationError(f"{folder} is not a replication folder: {exc}") from None
+        profile = parse_profile(data, where=str(folder / PROFILE_FILE))
+        return cls(store, folder, profile, state, state.get("ifeval_path"))
+
+    def save(self) -> None:
+        path = self.folder / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state, indent=2, sort_keys=True), encoding="utf-8")
+        tmp.replace(path)
+
+    # ------------------------------------------------------------------ running
+
+    def step(self, name: str) -> dict[str, Any]:
+        steps: dict[str, Any] = self.state.setdefault("steps", {})
+        entry: dict[str, Any] = steps.setdefault(name, {"status": "pending"})
+        return entry
+
+    def done(self, name: str) -> bool:
+        return self.step(name).get("status") == "done"
+
+    def run_all(self, *, on_message: Message = _quiet, until: str | None = None) -> None:
+        """Run every step not done yet, in order (stops after `until` when given). Past the
+        deadline, evaluation steps end "partial" and the report is still written."""
+        for name in STEPS:
+            if not self.done(name):
+                self.run_step(name, on_message=on_message)
+            if name == until:
+                return
+
+    def run_step(self, name: str, *, on_message: Message = _quiet) -> None:
+        entry = self.step(name)
+        entry["status"] = "running"
+        entry.setdefault("started_at", _now())
+        entry["attempts"] = int(entry.get("attempts", 0)) + 1
+        self.save()
+        on_message(f"[{name}] started")
+        started = time.monotonic()
+        try:
+            handler = getattr(self, "_" + name.replace("-", "_"))
+            outcome = handler(entry, on_message)
+        except BaseException as exc:
+            entry["status"] = "failed"
+            entry["reason"] = f"{type(exc).__name__}: {exc}"
+            entry["wall_s"] = round(float(entry.get("wall_s", 0.0)) + time.monotonic() - started, 1)
+            self.save()
+            raise
+        entry["status"] = outcome or "done"
+        entry.pop("reason", None)
+        entry["ended_at"] = _now()
+        entry["wall_s"] = round(float(entry.get("wall_s", 0.0)) + time.monotonic() - started, 1)
+        self.save()
+        on_message(f"[{name}] {entry['status']} in {entry['wall_s']:.0f} s")
+
+    # ------------------------------------------------------------------ 1. setup
+
+    def _setup(self, entry: dict[str, Any], say: Message) -> None:
+        from core.experiment.lite import lite_harness
+        from core.harness import export_folder, import_folder
+        from core.harness.demo import load_demo_harness
+        from core.models import RegistryError, add_demo, get
+        from core.models.registry import DEMO_MODEL_NAME
+
+        try:
+            record = get(self.store, self.profile.model)
+        except RegistryError:
+            if self.profile.model != DEMO_MODEL_NAME:
+                raise ReplicationError(
+                    f"model {self.profile.model!r} is not registered (hat models add ...)"
+                ) from None
+            say("importing the demo model (first use)")
+            record, _ = add_demo(self.store)
+        entry["base_model"] = record.name
+        entry["base_location"] = record.location
+        original = load_demo_harness()
+        edited = import_folder(edited_harness_path(self.profile))
+        if self.profile.harness == "lite":
+            original = lite_harness(original, max_turns=self.profile.max_turns)
+            edited = lite_harness(edited, max_turns=self.profile.max_turns)
+            name = original.name
+        else:
+            name = f"{original.name}-replication"
+            original = original.model_copy(update={"name": name})
+        edited = edited.model_copy(update={"name": name})
+        folders = {"original": self.folder / "harness" / "original",
+                   "edited": self.folder / "harness" / "edited"}  # fmt: skip
+        export_folder(original, folders["original"])
+        export_folder(edited, folders["edited"])
+        tag = self.state["tag"]
+        first = self.store.commit(original, f"replication {tag}: the original harness", parent=None)
+        second = self.store.commit(
+            edited, f"replication {tag}: the edited harness", parent=first.id
+        )
+        entry["harness_name"] = name
+        entry["versions"] = {"original": first.id, "edited": second.id}
+        entry["folders"] = {k: str(v) for k, v in folders.items()}
+
+    # ------------------------------------------------------------------ 2. data
+
+    def _data(self, entry: dict[str, Any], say: Message) -> None:
+        import asyncio
+
+        from core.datagen import GenerateConfig, Teacher, generate, get_sampler
+        from core.sim.catalog import load_catalog
+        from core.sim.models import Split
+        from core.sim.tasks import generate_tasks
+
+        setup = self.step("setup")
+        harness = self.store.load(setup["versions"]["original"])
+        catalog = load_catalog()
+        data = self.profile.data
+        tasks = list(generate_tasks(Split.TRAIN, seed=data.seed, per_category=data.per_category))
+        out = self.folder / "data"
+        files = {"fixed": out / "fixed-k0.jsonl", "hat": out / f"hat-k{data.hat_variants}.jsonl"}
+        counts: dict[str, Any] = {"tasks": len(tasks)}
+        for kind, path in files.items():
+            variants = 0 if kind == "fixed" else data.hat_variants
+            config = GenerateConfig(
+                out=path,
+                variants=variants,
+                job_seed=data.seed,
+                concurrency=1,
+                harness_version=setup["versions"]["original"],
+                sampler=get_sampler(data.sampler) if variants else None,
+                sampler_name=data.sampler if variants else None,
+            )
+            summary = asyncio.run(
+                generate(tasks, harness, catalog, Teacher.oracle(catalog), config)
+            )
+            rows = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+            if rows == 0:
+                raise ReplicationError(f"data: no {kind} rows were kept ({summary.to_dict()})")
+            counts[kind] = {"rows": rows, **summary.to_dict()}
+            say(f"{kind}: {rows} rows ({summary.rejected} rejected)")
+        entry["files"] = {k: str(v) for k, v in files.items()}
+        entry["counts"] = counts
+
+    # ------------------------------------------------------------------ 3./4. training
+
+    def _rl_harness(self) -> str:
+        return str(self.step("setup")["folders"]["original"])
+
+    def _train(self, entry: dict[str, Any], say: Message) -> None:
+        """Fixed SFT and the HAT pipeline; in parallel when the profile says so (the fixed
+        SFT child runs while the pipeline's stages run one after another)."""
+        fixed = entry.setdefault("fixed", {})
+        hat = entry.setdefault("hat", {})
+        proc = None if fixed.get("merged") else self._launch_fixed(fixed, say)
+        if proc is not None and not self.profile.parallel_training:
+            self._finish_fixed(fixed, proc, say)
+            proc = None
+        if not hat.get("merged"):
+            self._train_hat(hat, say)
+        if not fixed.get("merged"):
+            self._finish_fixed(fixed, proc, say)
+
+    def _launch_fixed(self, entry: dict[str, Any], say: Message) -> Any:
+        """Start (or resume) the fixed SFT child; None when it is already done."""
+        from core.store.training import get_run
+        from core.train.config import detect_environment
+        from core.train.runs import RunError, prepare, process_alive, resume, start
+
+        run_id = entry.get("run")
+        if run_id:
+            run = get_run(self.store, run_id)
+            if run.status == "done":
+                return None
+            if run.status == "running" and process_alive(run):
+                return None  # another process of this replication watches it
+            try:
+                proc = resume(self.store, run_id)
+                say(f"fixed SFT: resuming {run_id}")
+                return proc
+            except RunError:
+                pass
+        config = self.profile.fixed_sft().model_copy(
+            update={
+                "model": self.step("setup")["base_model"],
+                "data": [self.step("data")["files"]["fixed"]],
+                "output_name": f"{self.state['tag']}-fixed-sft",
+            }
+        )
+        run = prepare(self.store, config, detect_environment())
+        entry["run"] = run.id
+        self.save()
+        say(f"fixed SFT: {config.max_steps} steps ({run.id})")
+        return start(self.store, run.id)
+
+    def _finish_fixed(self, entry: dict[str, Any], proc: Any, say: Message) -> None:
+        from core.train.runs import watch
+
+        run = watch(self.store, entry["run"], proc, on_event=_progress(say, "fixed"))
+        if run.status != "done":
+            raise ReplicationError(f"fixed SFT run {run.id} {run.status}: {run.reason}")
+        self._record_training(entry, run.outputs)
+        entry["wall_s"] = _run_wall(run)
+
+    def _train_hat(self, entry: dict[str, Any], say: Message) -> None:
+        from core.store.training import get_run
+        from core.train.config import PipelineConfig, detect_environment
+        from core.train.pipeline import resume_pipeline, run_pipeline
+
+        env = detect_environment()
+        hat = self.profile.hat
+        base = self.step("setup")["base_model"]
+        pipeline = PipelineConfig(
+            model=base,
+            name=f"{self.state['tag']}-hat",
+            sft=hat.sft.model_copy(update={"data": [self.step("data")["files"]["hat"]]}),
+            opd=hat.opd,
+            rl=hat.rl.model_copy(update={"harness": self._rl_harness(), "merge": True}),
+        )
+        on_event = _progress(say, "hat")
+        run_id = entry.get("run")
+        if run_id:
+            run = get_run(self.store, run_id)
+            if run.status != "done":
+                say(f"HAT: resuming pipeline {run_id}")
+                run = resume_pipeline(self.store, run_id, env, on_event=on_event)
+        else:
+            say(
+                f"HAT: SFT {hat.sft.max_steps} + OPD {hat.opd.max_steps} + RL "
+                f"{hat.rl.max_steps} steps"
+            )
+            run = run_pipeline(
+                self.store,
+                pipeline,
+                env,
+                on_event=on_event,
+                on_stage=lambda r, how: self._note_stage(entry, r.id, r.stage, how, say),
+            )
+        entry["run"] = run.id
+        if run.status != "done":
+            raise ReplicationError(f"HAT pipeline {run.id} {run.status}: {run.reason}")
+        self._record_training(entry, dict(run.outputs.get("final") or {}))
+        entry["stages"] = self._stage_walls(run.id)
+        entry["wall_s"] = _run_wall(run)
+
+    def _note_stage(
+        self, entry: dict[str, Any], run_id: str, stage: str, how: str, say: Message
+    ) -> None:
+        from core.store.training import get_run
+
+        if "run" not in entry:
+            parent = get_run(self.store, run_id).parent
+            entry["run"] = parent
+            self.save()
+        say(f"HAT {stage}: {how} ({run_id})")
+
+    def _stage_walls(self, pipeline_id: str) -> dict[str, Any]:
+        from core.store.training import list_runs
+
+        out: dict[str, Any] = {}
+        for run in list_runs(self.store, parent=pipeline_id):
+            if run.status == "done" and run.started_at and run.ended_at:
+                out[run.stage] = {
+                    "run": run.id,
+                    "wall_s": round((run.ended_at - run.started_at).total_seconds(), 1),
+                }
+        return out
+
+    def _record_training(self, entry: dict[str, Any], outputs: dict[str, Any]) -> None:
+        merged = outputs.get("merged") or outputs.get("model")
+        if not merged:
+            raise ReplicationError("the training run registered no merged model to serve")
+        entry["merged"] = merged
+        entry["adapter"] = outputs.get("adapter")
+        entry["registered"] = outputs.get("registered")
+
+    # ------------------------------------------------------------------ 5. evaluation
+
+    def model_folder(self, model: str) -> str:
+        if model == "base":
+            return str(self.step("setup")["base_location"])
+        return str(self.step("train")[model]["merged"])
+
+    def model_label(self, model: str) -> str:
+        if model == "base":
+            return str(self.step("setup")["base_model"])
+        registered = self.step("train")[model].get("registered") or []
+        merged = [r for r in registered if r.endswith("-merged")]
+        return merged[0] if merged else f"{self.state['tag']}-{model}"
+
+    def requests(self, model: str) -> dict[str, Any]:
+        """The four evaluation requests of one model (without the server address)."""
+        from core.eval.api import EvalRequest
+
+        ev = self.profile.eval
+        versions = self.step("setup")["versions"]
+        common: dict[str, Any] = {
+            "model": self.model_label(model),
+            "max_tokens": ev.max_tokens,
+            "concurrency": ev.concurrency,
+            "call_timeout_s": ev.call_timeout_s,
+            "item_timeout_s": ev.item_timeout_s,
+            "engine": ev.engine,
+            "seed": 0,
+        }
+        out: dict[str, Any] = {
+            "ls-qa": EvalRequest(
+                suites=[Suite.LS_QA], harness=versions["original"], limit=ev.ls_qa, **common
+            ),
+            "hv-qa": EvalRequest(
+                suites=[Suite.HV_QA], harness=versions["original"], limit=ev.hv_qa,
+                variants=ev.hv_variants, **common,
+            ),
+            "edit": EvalRequest(
+                suites=[Suite.LS_QA], harness=versions["edited"], limit=ev.edit, **common
+            ),
+        }  # fmt: skip
+        if self.ifeval_path:
+            out["ifeval"] = EvalRequest(
+                suites=[Suite.IFEVAL], harness=versions["original"], limit=ev.ifeval,
+                ifeval_path=self.ifeval_path, **common,
+            )  # fmt: skip
+        return out
+
+    def _evaluate(self, part: str, entry: dict[str, Any], say: Message) -> str | None:
+        """One suite for every model, one server per model (module doc); "partial" when the
+        deadline stopped it."""
+        from core.eval.api import RunStatus, get_eval_run, resume_eval, run_eval
+        from core.serving.engines import EngineConfig
+        from core.serving.server import ManagedServer
+
+        ev = self.profile.eval
+        runs: dict[str, str] = entry.setdefault("runs", {})
+        walls: dict[str, float] = entry.setdefault("walls", {})
+        starts: dict[str, float] = entry.setdefault("server_start_s", {})
+        for model in MODELS:
+            request = self.requests(model).get(part)
+            if request is None:
+                entry["note"] = "no IFEval prompts (give --ifeval FILE)"
+                continue
+            if model in runs and get_eval_run(self.store, runs[model]).status is RunStatus.DONE:
+                continue
+            if self.deadline_passed():
+                return "partial"
+            folder = self.model_folder(model)
+            server = ManagedServer(
+                EngineConfig(ev.engine, dtype=ev.dtype),
+                folder,
+                startup_timeout_s=900,
+                log_dir=self.folder / "logs" / f"serve-{part}-{model}",
+            )
+            t0 = time.monotonic()
+            server.start()
+            starts[model] = round(time.monotonic() - t0, 1)
+            say(f"{part} {model}: serving {folder} ({starts[model]:.0f} s to start)")
+            try:
+                request = request.model_copy(
+                    update={"base_url": server.base_url, "model_id": server.model_id}
+                )
+                progress = _eval_progress(say, f"{part} {model}")
+                stop = _Deadline(self.deadline)
+                if model in runs:
+                    run = resume_eval(
+                        self.store, runs[model], base_url=server.base_url,
+                        on_progress=progress, stop=stop,
+                    )  # fmt: skip
+                else:
+                    run = run_eval(self.store, request, on_progress=progress, stop=stop)
+                    runs[model] = run.id
+            finally:
+                server.stop()
+                walls[model] = round(float(walls.get(model, 0.0)) + time.monotonic() - t0, 1)
+                self.save()
+            if run.status is RunStatus.STOPPED and self.deadline_passed():
+                return "partial"
+            if run.status is not RunStatus.DONE:
+                raise ReplicationError(
+                    f"evaluation {run.id} ({part}, {model}) {run.status}: {run.reason}"
+                )
+        return None
+
+    def _eval_hv_qa(self, entry: dict[str, Any], say: Message) -> str | None:
+        return self._evaluate("hv-qa", entry, say)
+
+    def _eval_ls_qa(self, entry: dict[str, Any], say: Message) -> str | None:
+        return self._evaluate("ls-qa", entry, say)
+
+    def _eval_edit(self, entry: dict[str, Any], say: Message) -> str | None:
+        return self._evaluate("edit", entry, say)
+
+    def _eval_ifeval(self, entry: dict[str, Any], say: Message) -> str | None:
+        return self._evaluate("ifeval", entry, say)
+
+    def eval_runs(self, model: str) -> dict[str, str]:
+        """{part: evaluation run id} of one model, for the parts that have a run."""
+        out: dict[str, str] = {}
+        for part in EVAL_PARTS:
+            run_id = (self.step(f"eval-{part}").get("runs") or {}).get(model)
+            if run_id:
+                out[part] = run_id
+        return out
+
+    def deadline_passed(self) -> bool:
+        return self.deadline is not None and time.time() >= self.deadline
+
+    # ------------------------------------------------------------------ 6. report
+
+    def _report(self, entry: dict[str, Any], say: Message) -> None:
+        from core.experiment.report import write_replication_report
+
+        paths = write_replication_report(self, self.folder / "report")
+        entry["files"] = {k: str(v) for k, v in paths.items()}
+        say(f"report: {paths['markdown']}")
+
+    # ------------------------------------------------------------------ helpers
+
+    def total_wall_s(self) -> float:
+        return round(
+            sum(float(s.get("wall_s", 0.0)) for s in self.state.get("steps", {}).values()), 1
+        )
+
+
+class _Deadline:
+    """A stop flag for the evaluation runner that turns on at `deadline` (epoch seconds)."""
+
+    def __init__(self, deadline: float | None) -> None:
+        self.deadline = deadline
+
+    def is_set(self) -> bool:
+        return self.deadline is not None and time.time() >= self.deadline
+
+
+def _run_wall(run: Any) -> float | None:
+    if run.started_at and run.ended_at:
+        return round(float((run.ended_at - run.started_at).total_seconds()), 1)
+    return None
+
+
+def _progress(say: Message, label: str) -> Callable[[dict[str, Any]], None]:
+    def on_event(event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "log" and event.get("step") is not None:
+            loss = event.get("loss")
+            extra = f" loss {loss:.3f}" if isinstance(loss, int | float) else ""
+            say(f"  {label} step {event['step']}{extra}")
+        elif kind == "phase":
+            say(f"  {label}: {event.get('phase')}")
+
+    return on_event
+
+
+def _eval_progress(say: Message, label: str) -> Callable[[int, int, Any], None]:
+    def on_progress(done: int, total: int, last: Any) -> None:
+        if last is not None:
+            mark = "pass" if last.passed else (last.reason or "fail")[:60]
+            say(f"  {label} {done}/{total} {last.task_id}: {mark}")
+
+    return on_progress
+
+
+def machine_note() -> dict[str, Any]:
+    """What the run ran on: CPU count and model, Python, load at start."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = []
+    return {
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_at_start": load,
+    }

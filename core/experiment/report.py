@@ -1,0 +1,459 @@
+"""The replication report: the report's table for base / fixed-SFT / HAT, with intervals.
+
+Numbers (all from stored evaluation rows, core/eval):
+
+- **LS-QA**, **HV-QA**: accuracy (the binary accuracy grader; a failed item counts 0), the
+  report's headline; the mean of the four grades and the full-marks pass rate are listed too.
+  HV-QA intervals are clustered by task (a task's variants are not independent).
+- **IFEval**: prompt-level and instruction-level strict accuracy
+  (`core.eval.ifeval.aggregate_results`); the instruction-level interval is clustered by prompt.
+- **Harness edit**: the error rate (share of items without full marks) on the same LS-QA tasks
+  under the original and under the edited harness, the change, and the error reduction after
+  the edit relative to the base model, `1 - err(model) / err(base)`, and of HAT relative to
+  fixed SFT, `1 - err(HAT) / err(fixed)`; ratio intervals come from a paired bootstrap over
+  tasks (the same resampled tasks for both models).
+
+Every interval is a 95 % percentile bootstrap (2000 resamples, seed 0; core/eval/stats.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from core.eval.results import EvalResult, ResultStatus, Suite
+from core.eval.stats import Interval, bootstrap_ci
+
+if TYPE_CHECKING:
+    from core.experiment.replicate import Replication
+
+LABELS = {"base": "base", "fixed": "fixed-SFT", "hat": "HAT"}
+RESAMPLES = 2000
+
+
+def accuracy(row: EvalResult) -> float:
+    if row.status is ResultStatus.FAILED:
+        return 0.0
+    acc = (row.grades.get("accuracy") or {}).get("score")
+    return float(acc) if isinstance(acc, int | float) else 0.0
+
+
+def _ci(values: Sequence[float], groups: Sequence[str] | None = None) -> Interval | None:
+    if not values:
+        return None
+    return bootstrap_ci(list(values), n=RESAMPLES, groups=list(groups) if groups else None)
+
+
+def _ci_dict(ci: Interval | None) -> dict[str, Any] | None:
+    if ci is None:
+        return None
+    return {"mean": ci.mean, "low": ci.low, "high": ci.high, "n": ci.n}
+
+
+def agent_summary(rows: Sequence[EvalResult], *, clustered: bool = False) -> dict[str, Any]:
+    groups = [r.task_id for r in rows] if clustered else None
+    failed: dict[str, int] = {}
+    for r in rows:
+        if r.status is ResultStatus.FAILED:
+            kind = (r.reason or "failed").split(":", 1)[0]
+            failed[kind] = failed.get(kind, 0) + 1
+    return {
+        "n": len(rows),
+        "accuracy": _ci_dict(_ci([accuracy(r) for r in rows], groups)),
+        "score": _ci_dict(_ci([r.score for r in rows], groups)),
+        "pass": _ci_dict(_ci([float(r.passed) for r in rows], groups)),
+        "failed": failed,
+    }
+
+
+def ifeval_summary(rows: Sequence[EvalResult]) -> dict[str, Any]:
+    from core.eval.ifeval import aggregate_results
+
+    rows = [r for r in rows if r.suite is Suite.IFEVAL]
+    if not rows:
+        return {"n": 0}
+    official = aggregate_results(rows) or {}
+    prompt = _ci([1.0 if (r.passed and r.status is ResultStatus.OK) else 0.0 for r in rows])
+    inst_values: list[float] = []
+    inst_groups: list[str] = []
+    for r in rows:
+        for check in r.grades.get("instructions") or []:
+            ok = bool(check.get("strict")) and r.status is ResultStatus.OK
+            inst_values.append(1.0 if ok else 0.0)
+            inst_groups.append(r.task_id)
+    inst = _ci(inst_values, inst_groups) if inst_values else None
+    return {
+        "n": len(rows),
+        "official": official,
+        "prompt_strict": _ci_dict(prompt),
+        "inst_strict": _ci_dict(inst),
+        "failed": sum(r.status is ResultStatus.FAILED for r in rows),
+    }
+
+
+def _errors(rows: Sequence[EvalResult]) -> dict[str, float]:
+    return {r.task_id: 0.0 if r.passed else 1.0 for r in rows}
+
+
+def _ratio_ci(
+    num: dict[str, float], den: dict[str, float], seed: int = 0
+) -> tuple[float | None, float | None, float | None]:
+    """1 - mean(num)/mean(den) over the shared tasks, with a paired bootstrap interval."""
+    keys = sorted(set(num) & set(den))
+    if not keys:
+        return None, None, None
+    a = np.array([num[k] for k in keys])
+    b = np.array([den[k] for k in keys])
+    if b.mean() == 0:
+        return None, None, None
+    point = 1.0 - a.mean() / b.mean()
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(keys), size=(RESAMPLES, len(keys)))
+    den_means = b[picks].mean(axis=1)
+    ok = den_means > 0
+    if not ok.any():
+        return float(point), None, None
+    ratios = 1.0 - a[picks].mean(axis=1)[ok] / den_means[ok]
+    low, high = np.quantile(ratios, [0.025, 0.975])
+    return float(point), float(low), float(high)
+
+
+def edit_summary(before: Sequence[EvalResult], after: Sequence[EvalResult]) -> dict[str, Any]:
+    after_ids = {r.task_id for r in after}
+    before = [r for r in before if r.task_id in after_ids]
+    err_before = _errors(before)
+    err_after = _errors(after)
+    return {
+        "n": len(after),
+        "error_before": _ci_dict(_ci(list(err_before.values()))),
+        "error_after": _ci_dict(_ci(list(err_after.values()))),
+        "errors_before": err_before,
+        "errors_after": err_after,
+    }
+
+
+def collect(run: Replication) -> dict[str, Any]:
+    """Every model's numbers from the stored evaluation runs (module doc)."""
+    from core.eval.api import load_results
+
+    models: dict[str, Any] = {}
+    for model in ("base", "fixed", "hat"):
+        runs = run.eval_runs(model)
+        rows = {part: load_results(run.store, rid) for part, rid in runs.items()}
+        entry: dict[str, Any] = {"runs": runs}
+        if "ls-qa" in rows:
+            entry["ls-qa"] = agent_summary(rows["ls-qa"])
+        if "hv-qa" in rows:
+            entry["hv-qa"] = agent_summary(rows["hv-qa"], clustered=True)
+            entry["hv-qa"]["dimensions"] = _dimensions(rows["hv-qa"])
+        if "ifeval" in rows:
+            entry["ifeval"] = ifeval_summary(rows["ifeval"])
+        if "edit" in rows and "ls-qa" in rows:
+            entry["edit"] = edit_summary(rows["ls-qa"], rows["edit"])
+            entry["edit"]["ls-qa-edited"] = agent_summary(rows["edit"])
+        models[model] = entry
+    base_after = (models.get("base", {}).get("edit") or {}).get("errors_after") or {}
+    fixed_after = (models.get("fixed", {}).get("edit") or {}).get("errors_after") or {}
+    for model in ("fixed", "hat"):
+        edit = models.get(model, {}).get("edit")
+        if edit:
+            edit["reduction_vs_base"] = _ratio_ci(edit["errors_after"], base_after)
+    hat_edit = models.get("hat", {}).get("edit")
+    if hat_edit:
+        hat_edit["reduction_vs_fixed"] = _ratio_ci(hat_edit["errors_after"], fixed_after)
+    return models
+
+
+def _dimensions(rows: Sequence[EvalResult]) -> dict[str, dict[str, float]]:
+    out: dict[str, list[float]] = {}
+    for r in rows:
+        out.setdefault(r.dimension or "?", []).append(accuracy(r))
+    return {k: {"n": len(v), "accuracy": sum(v) / len(v)} for k, v in sorted(out.items())}
+
+
+# ----------------------------------------------------------------------------- formatting
+
+
+def pct(value: float | None) -> str:
+    return (
+        "—"
+        if value is None or (isinstance(value, float) and math.isnan(value))
+        else f"{100 * value:.1f}"
+    )
+
+
+def cell(ci: dict[str, Any] | None) -> str:
+    if not ci:
+        return "—"
+    return f"{pct(ci['mean'])} [{pct(ci['low'])}, {pct(ci['high'])}]"
+
+
+def ratio_cell(value: tuple[float | None, float | None, float | None] | list[Any] | None) -> str:
+    if not value or value[0] is None:
+        return "— (no errors to reduce)"
+    point, low, high = value
+    if low is None or high is None:
+        return f"{pct(point)} %"
+    return f"{pct(point)} % [{pct(low)}, {pct(high)}]"
+
+
+def packages(run: Replication) -> dict[str, Any]:
+    from core.store.training import get_run
+
+    for model in ("hat", "fixed"):
+        entry = run.step("train").get(model) or {}
+        run_id = entry.get("run")
+        if not run_id:
+            continue
+        record = get_run(run.store, run_id)
+        if record.packages:
+            return dict(record.packages)
+        stages = entry.get("stages") or {}
+        for stage in stages.values():
+            sub = get_run(run.store, stage["run"])
+            if sub.packages:
+                return dict(sub.packages)
+    return {}
+
+
+def _plots(models: dict[str, Any], out: Path) -> dict[str, Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths: dict[str, Path] = {}
+    columns = [("ls-qa", "accuracy", "LS-QA"), ("hv-qa", "accuracy", "HV-QA"),
+               ("ifeval", "prompt_strict", "IFEval prompt"),
+               ("ifeval", "inst_strict", "IFEval inst")]  # fmt: skip
+    fig, ax = plt.subplots(figsize=(8, 4), dpi=120)
+    width = 0.26
+    for i, model in enumerate(("base", "fixed", "hat")):
+        means, lows, highs = [], [], []
+        for part, key, _ in columns:
+            ci = (models.get(model, {}).get(part) or {}).get(key)
+            m = 100 * ci["mean"] if ci else 0.0
+            means.append(m)
+            lows.append(m - 100 * ci["low"] if ci else 0.0)
+            highs.append(100 * ci["high"] - m if ci else 0.0)
+        xs = np.arange(len(columns)) + (i - 1) * width
+        ax.bar(xs, means, width, yerr=[lows, highs], capsize=3, label=LABELS[model])
+    ax.set_xticks(np.arange(len(columns)), [c[2] for c in columns])
+    ax.set_ylabel("% (95% bootstrap interval)")
+    ax.set_ylim(0, 100)
+    ax.legend()
+    ax.set_title("Replication: accuracy by suite")
+    fig.tight_layout()
+    paths["scores"] = out / "scores.png"
+    fig.savefig(paths["scores"])
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    for i, (phase, label) in enumerate(
+        (("error_before", "original harness"), ("error_after", "edited harness"))
+    ):
+        means, lows, highs = [], [], []
+        for model in ("base", "fixed", "hat"):
+            ci = (models.get(model, {}).get("edit") or {}).get(phase)
+            m = 100 * ci["mean"] if ci else 0.0
+            means.append(m)
+            lows.append(m - 100 * ci["low"] if ci else 0.0)
+            highs.append(100 * ci["high"] - m if ci else 0.0)
+        xs = np.arange(3) + (i - 0.5) * 0.36
+        ax.bar(xs, means, 0.36, yerr=[lows, highs], capsize=3, label=label)
+    ax.set_xticks(np.arange(3), [LABELS[m] for m in ("base", "fixed", "hat")])
+    ax.set_ylabel("error rate % (items without full marks)")
+    ax.set_ylim(0, 105)
+    ax.legend()
+    ax.set_title("Harness-edit test")
+    fig.tight_layout()
+    paths["edit"] = out / "harness_edit.png"
+    fig.savefig(paths["edit"])
+    plt.close(fig)
+    return paths
+
+
+def _completeness(run: Replication) -> list[str]:
+    """A warning line per evaluation step that did not finish (deadline or failure)."""
+    from core.experiment.replicate import EVAL_PARTS
+
+    lines = []
+    for part in EVAL_PARTS:
+        entry = run.step(f"eval-{part}")
+        status = entry.get("status", "pending")
+        if status not in ("done",):
+            lines.append(
+                f"> **Incomplete:** `eval-{part}` is {status}"
+                + (f" ({entry['note']})" if entry.get("note") else "")
+                + "; its numbers cover the items that ran (n in the secondary table)."
+            )
+    return [*lines, ""] if lines else []
+
+
+def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, Path]) -> str:
+    prof = run.profile
+    steps = run.state.get("steps", {})
+    lines = [f"# HAT mini-replication — profile `{prof.name}`", ""]
+    command = run.state.get("command")
+    if command:
+        lines += ["Command:", "", "```", command, "```", ""]
+    lines += [
+        f"Run folder `{run.folder.name}`, created {run.state.get('created_at')}. "
+        f"Student `{run.step('setup').get('base_model')}` (LoRA), harness mode `{prof.harness}`, "
+        f"total wall time {run.total_wall_s() / 60:.1f} min.",
+        "",
+        "## Results",
+        "",
+        *_completeness(run),
+        "Accuracy in % with 95 % bootstrap intervals; IFEval strict; harness-edit error = share "
+        "of LS-QA items without full marks under the edited harness (before → after).",
+        "",
+        "| model | LS-QA | HV-QA | IFEval prompt (strict) | IFEval inst (strict) "
+        "| harness-edit error |",
+        "|---|---|---|---|---|---|",
+    ]
+    for model in ("base", "fixed", "hat"):
+        m = models.get(model, {})
+        edit = m.get("edit") or {}
+        before = (edit.get("error_before") or {}).get("mean")
+        lines.append(
+            f"| {LABELS[model]} | {cell((m.get('ls-qa') or {}).get('accuracy'))} "
+            f"| {cell((m.get('hv-qa') or {}).get('accuracy'))} "
+            f"| {cell((m.get('ifeval') or {}).get('prompt_strict'))} "
+            f"| {cell((m.get('ifeval') or {}).get('inst_strict'))} "
+            f"| {pct(before)} → {cell(edit.get('error_after'))} |"
+        )
+    ev = prof.eval
+    lines += [
+        "",
+        f"Items per model: LS-QA {ev.ls_qa} test tasks, HV-QA {ev.hv_qa} tasks × {ev.hv_variants} "
+        f"heldout variant(s), IFEval {ev.ifeval if run.ifeval_path else 0} prompts, harness edit "
+        f"{ev.edit} tasks; max {ev.max_tokens} tokens per model call, greedy decoding.",
+        "",
+        "### Harness-edit test",
+        "",
+        "| model | error before edit | error after edit | error reduction after edit vs base |",
+        "|---|---|---|---|",
+    ]
+    for model in ("base", "fixed", "hat"):
+        edit = (models.get(model) or {}).get("edit") or {}
+        red = ratio_cell(edit.get("reduction_vs_base")) if model != "base" else "(reference)"
+        lines.append(
+            f"| {LABELS[model]} | {cell(edit.get('error_before'))} "
+            f"| {cell(edit.get('error_after'))} | {red} |"
+        )
+    hat_edit = (models.get("hat") or {}).get("edit") or {}
+    lines += [
+        "",
+        "Error reduction of HAT vs fixed-SFT after the edit: "
+        f"{ratio_cell(hat_edit.get('reduction_vs_fixed'))}.",
+        "",
+        "### Secondary numbers",
+        "",
+        "| model | suite | n | accuracy | mean of 4 grades | full marks | failed items |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for model in ("base", "fixed", "hat"):
+        m = models.get(model, {})
+        for part, label in (("ls-qa", "LS-QA"), ("hv-qa", "HV-QA")):
+            s = m.get(part)
+            if s:
+                fails = ", ".join(f"{k} {v}" for k, v in sorted(s["failed"].items())) or "0"
+                lines.append(
+                    f"| {LABELS[model]} | {label} | {s['n']} | {cell(s['accuracy'])} | "
+                    f"{cell(s['score'])} | {cell(s['pass'])} | {fails} |"
+                )
+        s = (m.get("edit") or {}).get("ls-qa-edited")
+        if s:
+            fails = ", ".join(f"{k} {v}" for k, v in sorted(s["failed"].items())) or "0"
+            lines.append(
+                f"| {LABELS[model]} | LS-QA, edited harness | {s['n']} | {cell(s['accuracy'])} | "
+                f"{cell(s['score'])} | {cell(s['pass'])} | {fails} |"
+            )
+    lines += ["", "HV-QA accuracy by HSA dimension of the heldout variant:", ""]
+    for model in ("base", "fixed", "hat"):
+        dims = (models.get(model, {}).get("hv-qa") or {}).get("dimensions") or {}
+        text = ", ".join(f"{k} {pct(v['accuracy'])} (n={v['n']})" for k, v in dims.items())
+        lines.append(f"- {LABELS[model]}: {text or '—'}")
+    lines += ["", "## Plots", ""]
+    for key, path in plots.items():
+        lines.append(f"![{key}]({path.name})")
+    lines += ["", "## Training", ""]
+    hat = prof.hat
+    data = run.step("data").get("counts") or {}
+    lines += [
+        f"- Data (oracle teacher, train split, {prof.data.per_category} tasks per category, "
+        f"{data.get('tasks', '?')} tasks): fixed-SFT "
+        f"{((data.get('fixed') or {}).get('rows', '?'))} rows "
+        f"(K = 0); HAT {((data.get('hat') or {}).get('rows', '?'))} rows (original + K = "
+        f"{prof.data.hat_variants} `{prof.data.sampler}` train-bank variants per task).",
+        f"- HAT: HSA-SFT {hat.sft.max_steps} steps → OPD {hat.opd.max_steps} steps (reverse KL "
+        f"to the base) → HSA-RL {hat.rl.max_steps} steps (GRPO, {hat.rl.num_generations} "
+        f"generations, a fresh train-bank variant per group).",
+        f"- fixed-SFT: {prof.fixed_sft().max_steps} SFT steps (= HAT's total; same batch "
+        f"{hat.sft.per_device_batch_size}, learning rate {hat.sft.learning_rate:g}, LoRA r "
+        f"{hat.sft.lora.r}).",
+        "",
+        "## Wall time",
+        "",
+        "| step | wall time (s) |",
+        "|---|---|",
+    ]
+    for name, entry in steps.items():
+        lines.append(f"| {name} | {entry.get('wall_s', '—')} |")
+        for model in ("fixed", "hat"):
+            sub = entry.get(model) if name == "train" else None
+            if sub:
+                lines.append(f"| &nbsp;&nbsp;{name} / {LABELS[model]} | {sub.get('wall_s')} |")
+                for stage, info in (sub.get("stages") or {}).items():
+                    lines.append(f"| &nbsp;&nbsp;&nbsp;&nbsp;{stage} | {info.get('wall_s')} |")
+        for model, wall in (entry.get("walls") or {}).items():
+            start = (entry.get("server_start_s") or {}).get(model)
+            lines.append(
+                f"| &nbsp;&nbsp;{name} / {LABELS.get(model, model)} | {wall} "
+                f"(server start {start}) |"
+            )
+    lines.append(f"| **total** | **{run.total_wall_s()}** |")
+    pkgs = packages(run)
+    machine = run.state.get("machine") or {}
+    lines += [
+        "",
+        "## Environment",
+        "",
+        "Packages (from the training runs): "
+        + ", ".join(
+            f"{k} {v}"
+            for k, v in sorted(pkgs.items())
+            if k in ("torch", "transformers", "trl", "peft", "accelerate", "datasets")
+        )
+        + f"; python {machine.get('python', '?')}.",
+        "",
+        f"Machine: {machine.get('cpus', '?')} CPU cores ({machine.get('cpu', '?')}), "
+        f"{machine.get('platform', '?')}; load average at start {machine.get('load_at_start')}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_replication_report(run: Replication, out: Path) -> dict[str, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    models = collect(run)
+    plots = _plots(models, out)
+    markdown = report_markdown(run, models, plots)
+    paths = {"markdown": out / "report.md", "json": out / "report.json", **plots}
+    paths["markdown"].write_text(markdown, encoding="utf-8")
+    data = {
+        "profile": run.profile.model_dump(mode="json"),
+        "state": run.state,
+        "models": models,
+        "packages": packages(run),
+    }
+    paths["json"].write_text(
+        json.dumps(data, indent=2, sort_keys=True, default=str), encoding="utf-8"
+    )
+    return paths

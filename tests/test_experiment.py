@@ -1,0 +1,190 @@
+"""The mini-replication (`hat experiment replicate`).
+
+Fast tests: profiles (matched step budgets, errors naming the field), the lite harness (the
+edit survives it, the oracle still solves tasks under it, the prompt is much shorter), the
+edited harness (validates, renames tools by binding, adds a hook, moves prompt sections) and
+the report's arithmetic (error reduction and its paired interval).
+
+The slow test runs the `ci` profile end to end for real: oracle data, fixed SFT and the HAT
+pipeline (SFT -> OPD -> RL) on the demo model, three `transformers serve` servers, the
+evaluation runner on LS-QA / HV-QA / IFEval / the edited harness, the report. It then kills
+nothing and resumes: a second `--resume` finds every step done and re-runs none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from core.cli.main import app
+from core.eval.results import EvalResult, Suite
+from core.experiment.lite import first_sentence, lite_harness
+from core.experiment.profiles import PROFILES, edited_harness_path, load_profile, parse_profile
+from core.experiment.report import _ratio_ci, edit_summary
+from core.harness import import_folder
+from core.harness.demo import load_demo_harness
+from core.harness.render import render_system_prompt
+from core.train.config import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+IFEVAL = ROOT.parent / "shared" / "data" / "ifeval" / "input_data.jsonl"
+runner = CliRunner()
+
+
+# ----------------------------------------------------------------------------- profiles
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_bundled_profiles_load_with_matched_budgets(name: str) -> None:
+    profile = load_profile(name)
+    hat = profile.hat
+    fixed = profile.fixed_sft()
+    assert fixed.max_steps == hat.sft.max_steps + hat.opd.max_steps + hat.rl.max_steps  # type: ignore[operator]
+    assert fixed.merge and hat.rl.merge  # both served as merged models
+    assert fixed.per_device_batch_size == hat.sft.per_device_batch_size
+    assert fixed.learning_rate == hat.sft.learning_rate
+    assert profile.eval.edit <= profile.eval.ls_qa  # "before the edit" reuses LS-QA rows
+
+
+def test_profile_errors_name_the_field() -> None:
+    data = load_profile("ci").model_dump(mode="json")
+    data["hat"]["sft"]["max_steps"] = None
+    data["eval"]["ls_qa"] = 0
+    data["dataa"] = {}
+    with pytest.raises(ConfigError) as info:
+        parse_profile(data)
+    text = str(info.value)
+    assert "max_steps is required" in text
+    assert "profile.eval.ls_qa" in text
+    assert "profile.dataa: unknown key" in text
+    with pytest.raises(ConfigError, match="neither a profile"):
+        load_profile("no-such-profile")
+
+
+# ----------------------------------------------------------------------------- harnesses
+
+
+def test_edited_harness_is_a_realistic_valid_edit() -> None:
+    original = load_demo_harness()
+    edited = import_folder(edited_harness_path(load_profile("cpu-small")))
+    by_binding = {t.binding: t.name for t in original.tools}
+    renamed = {
+        by_binding[t.binding]: t.name for t in edited.tools if by_binding[t.binding] != t.name
+    }
+    assert len(renamed) == 4  # renamed tools, same bindings
+    assert {h.name for h in edited.hooks} - {h.name for h in original.hooks} == {"no-competitors"}
+    assert [s.id for s in edited.prompt.sections] != [s.id for s in original.prompt.sections]
+    prompt = render_system_prompt(edited)
+    for old in renamed:  # no stale name anywhere the model reads
+        assert old not in prompt
+        assert all(old not in s.body for s in edited.skills)
+    result = runner.invoke(
+        app, ["harness", "validate", str(edited_harness_path(load_profile("ci")))]
+    )
+    assert result.exit_code == 0, result.output
+
+
+def test_first_sentence() -> None:
+    assert (
+        first_sentence("1. Every fact comes from a tool. Never guess.")
+        == "Every fact comes from a tool."
+    )
+    long = "Look up the product behind a link number: name, category, price and list price"
+    assert (
+        first_sentence(long, 60) == "Look up the product behind a link number: name, category."
+    )  # last clause
+    assert len(first_sentence("word " * 100, 50)) <= 51
+
+
+@pytest.mark.parametrize("which", ["original", "edited"])
+def test_lite_harness_keeps_structure_and_the_oracle_solves_tasks(which: str) -> None:
+    from core.datagen import GenerateConfig, Teacher, generate, get_sampler
+    from core.sim.catalog import load_catalog
+    from core.sim.models import Split
+    from core.sim.tasks import generate_tasks
+
+    full = (
+        load_demo_harness()
+        if which == "original"
+        else import_folder(edited_harness_path(load_profile("ci")))
+    )
+    lite = lite_harness(full, max_turns=5)
+    assert [t.name for t in lite.tools] == [t.name for t in full.tools]
+    assert [t.binding for t in lite.tools] == [t.binding for t in full.tools]
+    assert [h.name for h in lite.hooks] == [h.name for h in full.hooks]
+    assert [s.id for s in lite.prompt.sections] == [s.id for s in full.prompt.sections]
+    assert len(render_system_prompt(lite)) < 0.5 * len(render_system_prompt(full))
+    catalog = load_catalog()
+    tasks = list(generate_tasks(Split.TRAIN, seed=0, per_category=1))
+    out = Path(__import__("tempfile").mkdtemp()) / "rows.jsonl"
+    config = GenerateConfig(out=out, variants=1, concurrency=1, sampler=get_sampler("hsa"),
+                            sampler_name="hsa")  # fmt: skip
+    summary = asyncio.run(generate(tasks, lite, catalog, Teacher.oracle(catalog), config))
+    assert summary.rejected == 0 and summary.written == 2 * len(tasks)
+
+
+# ----------------------------------------------------------------------------- report maths
+
+
+def _row(task: str, passed: bool, suite: Suite = Suite.LS_QA) -> EvalResult:
+    return EvalResult(suite=suite, task_id=task, score=1.0 if passed else 0.0, passed=passed)
+
+
+def test_error_reduction_and_its_paired_interval() -> None:
+    before = [_row(f"t{i}", True) for i in range(10)]
+    base_after = [_row(f"t{i}", i >= 8) for i in range(10)]  # 8 errors
+    hat_after = [_row(f"t{i}", i >= 4) for i in range(10)]  # 4 errors
+    base = edit_summary(before, base_after)
+    hat = edit_summary([*before, _row("extra", False)], hat_after)
+    assert base["error_before"]["mean"] == 0.0 and base["error_after"]["mean"] == 0.8
+    assert hat["n"] == 10 and hat["error_before"]["n"] == 10  # rows outside the edit set ignored
+    point, low, high = _ratio_ci(hat["errors_after"], base["errors_after"])
+    assert point == pytest.approx(0.5)
+    assert low is not None and high is not None and low <= 0.5 <= high and low < high
+    assert _ratio_ci(hat["errors_after"], {k: 0.0 for k in hat["errors_after"]})[0] is None
+
+
+# ----------------------------------------------------------------------------- end to end
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_ci_replication_end_to_end(demo_model_folder: Path, hat_home: Path, tmp_path: Path) -> None:
+    from core.models import add_folder
+    from core.store import Store
+
+    assert IFEVAL.is_file()
+    with Store.open() as store:
+        add_folder(store, "smollm2-135m-instruct", demo_model_folder)
+    folder = tmp_path / "rep"
+    results = tmp_path / "results"
+    args = ["experiment", "replicate", "--profile", "ci", "--out", str(folder),
+            "--ifeval", str(IFEVAL), "--results", str(results)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    state = json.loads((folder / "state.json").read_text())
+    steps = state["steps"]
+    assert all(steps[s]["status"] == "done" for s in steps), steps
+    assert steps["train"]["hat"]["stages"].keys() == {"sft", "opd", "rl"}
+    assert steps["train"]["fixed"]["merged"] and steps["train"]["hat"]["merged"]
+    report = (results / "report.md").read_text()
+    for needle in ("| base |", "| fixed-SFT |", "| HAT |", "harness-edit error", "scores.png",
+                   "trl", "peft", "torch", "transformers", "hat experiment replicate"):  # fmt: skip
+        assert needle in report, needle
+    assert (results / "scores.png").stat().st_size > 1000
+    data = json.loads((results / "report.json").read_text())
+    for model in ("base", "fixed", "hat"):
+        m = data["models"][model]
+        assert set(m["runs"]) == {"ls-qa", "hv-qa", "ifeval", "edit"}
+        assert m["ls-qa"]["n"] == 1 and m["hv-qa"]["n"] == 1 and m["ifeval"]["n"] == 1
+        assert m["edit"]["n"] == 1
+    # Resume: nothing left to do, nothing re-run.
+    walls = {k: v["wall_s"] for k, v in steps.items()}
+    again = runner.invoke(app, ["experiment", "replicate", "--resume", str(folder)])
+    assert again.exit_code == 0, again.output
+    state = json.loads((folder / "state.json").read_text())
+    assert {k: v["wall_s"] for k, v in state["steps"].items()} == walls
