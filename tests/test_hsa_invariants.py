@@ -7,7 +7,8 @@ trajectory was computed once under the original demo harness:
    loaded skill exists) and, replayed through the real agent loop with a ScriptedClient in the
    simulator, the hooks pass it (status ok, no block, no hook error, the same tool outcomes);
 2. that replay gets the same four grades as the original gold under the original harness;
-3. the inverse mapping gives the original trajectory exactly;
+3. the inverse mapping (with the defaults the forward mapping filled in, which it records)
+   gives the original trajectory exactly;
 4. the oracle run under the variant harness alone (no mapping passed: tools by binding,
    parameters through `binding_args`, skills through `metadata.role`) writes exactly the
    remapped gold;
@@ -265,11 +266,11 @@ async def invariant_problems(
     """
     problems: list[str] = []
     task, gold = case.task, case.gold.trajectory
-    remapped = chain.forward(gold)
+    remapped, fills = chain.remap(gold)
     run_harness = task_harness(task, harness)
 
-    # 3. inverse
-    back = chain.inverse(remapped) if chain.steps else remapped
+    # 3. inverse (exact with the fills the remap recorded)
+    back = chain.inverse(remapped, fills) if chain.steps else remapped
     if _turns(back) != _turns(gold):
         problems.append("3: the inverse does not give the original trajectory")
 

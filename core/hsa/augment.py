@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.harness.models import Harness, HookEvent, HookKind
-from core.hsa.mapping import MappingChain
+from core.hsa.mapping import Fill, MappingChain, Remapped
 from core.hsa.policy import Policy, Variant, sample_variant
 from core.hsa.transform import transforms
 from core.hsa.verify import (
@@ -63,14 +63,22 @@ class Augmented:
     trajectory: Trajectory
     dropped: list[tuple[str, str]] = field(default_factory=list)
     """Transforms left out because their remap failed verification, with the reason."""
+    fills: tuple[Fill, ...] = ()
+    """Old defaults the remap passed explicitly (turn, call, step, parameter): with them,
+    `variant.chain.inverse(trajectory, fills)` gives the original trajectory exactly."""
 
     @property
     def harness(self) -> Harness:
         return self.variant.harness
 
+    def inverse(self) -> Trajectory:
+        """The original trajectory, exactly (mapped back with the recorded fills)."""
+        return self.variant.chain.inverse(self.trajectory, self.fills)
+
     def record(self) -> dict[str, Any]:
         out = self.variant.record()
         out["dropped"] = [[name, reason] for name, reason in self.dropped]
+        out["fills"] = [list(fill) for fill in self.fills]
         return out
 
 
@@ -129,16 +137,16 @@ def check(
     harness: Harness,
     chain: MappingChain,
     source: Trajectory,
-    remapped: Trajectory,
+    remapped: Remapped,
 ) -> str | None:
-    """Why `remapped` (= chain.forward(source)) is not a valid gold under `harness`, or None."""
-    problem = inverse_problem(chain, source, remapped)
+    """Why `remapped` (= chain.remap(source)) is not a valid gold under `harness`, or None."""
+    problem = inverse_problem(chain, source, remapped.trajectory, remapped.fills)
     if problem is not None:
         return problem
-    problem = compare(req.decisions, decisions(harness, remapped, req.reference))
+    problem = compare(req.decisions, decisions(harness, remapped.trajectory, req.reference))
     if problem is not None:
         return problem
-    return _limits_problem(req, harness, remapped)
+    return _limits_problem(req, harness, remapped.trajectory)
 
 
 def _limits_problem(req: _Requirements, harness: Harness, remapped: Trajectory) -> str | None:
@@ -170,11 +178,11 @@ def _limits_problem(req: _Requirements, harness: Harness, remapped: Trajectory) 
     return None
 
 
-def forward(chain: MappingChain, trajectory: Trajectory) -> Trajectory:
-    """`chain.forward`, skipping the copies when every step is the identity."""
-    if all(step.is_identity for step in chain.steps):
-        return trajectory.model_copy()
-    return chain.forward(trajectory)
+def forward(chain: MappingChain, trajectory: Trajectory) -> Remapped:
+    """`chain.remap`, skipping the copies when every step is the identity."""
+    if chain.is_identity:
+        return Remapped(trajectory.model_copy(), ())
+    return chain.remap(trajectory)
 
 
 def _culprit(req: _Requirements, variant: Variant) -> tuple[str, str]:
@@ -186,7 +194,7 @@ def _culprit(req: _Requirements, variant: Variant) -> tuple[str, str]:
         problem = check(req, variant.stages[i], step, source, remapped)
         if problem is not None:
             return name, problem
-        source = remapped
+        source = remapped.trajectory
     # Every step passes alone but the chain does not: blame the last transform.
     chained = forward(variant.chain, req.trajectory)
     problem = check(req, variant.harness, variant.chain, req.trajectory, chained)
@@ -217,7 +225,7 @@ def augment_prepared(req: _Requirements, policy: Policy, seed: int) -> Augmented
         variant = sample_variant(req.original, policy, seed, exclude=[n for n, _ in dropped])
         remapped = forward(variant.chain, gold)
         if check(req, variant.harness, variant.chain, gold, remapped) is None:
-            return Augmented(variant, remapped, dropped)
+            return Augmented(variant, remapped.trajectory, dropped, remapped.fills)
         dropped.append(_culprit(req, variant))
     # Unreachable: with every transform dropped the variant is the original, which passes.
     raise AssertionError("every transform was dropped")  # pragma: no cover

@@ -20,14 +20,19 @@ in the simulator for those (tests/test_hsa_invariants.py).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from core.harness.models import Harness, HookEvent, HookKind
+from core.harness.models import Harness, Hook, HookEvent, HookKind, Tool
 from core.harness.schema import argument_errors
-from core.hsa.mapping import MappingChain
-from core.runtime.hooks import HookInput, check_declarative
+from core.hsa.build import memo
+from core.hsa.mapping import Fill, MappingChain
+from core.runtime.hooks import HookInput, HookResult, check_declarative
 from core.runtime.trajectory import AssistantTurn, ToolCall, Trajectory
+
+T = TypeVar("T")
 
 STATIC_REPLY_KINDS = frozenset(
     {HookKind.REQUIRE_REPLY_SKILL, HookKind.FORBIDDEN_CLAIMS, HookKind.REPLY_FORMAT}
@@ -59,12 +64,77 @@ def _static_hook_block(harness: Harness, event: HookEvent, data: HookInput) -> s
         if event is HookEvent.ON_INPUT and hook.kind is not HookKind.FORBIDDEN_CLAIMS:
             continue
         try:
-            result = check_declarative(hook, data, harness)
+            result = _checked(hook, data, harness)
         except Exception:  # the loop fails open on a crashing check; so do we
             continue
         if result.blocks:
             return f"{hook.name}: {result.reason}"
     return None
+
+
+_RESULTS: dict[tuple[Any, ...], Any] = {}
+RESULTS_LIMIT = 50_000
+"""Cached check results kept before the cache is emptied."""
+
+
+def _cached(key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+    if key in _RESULTS:
+        return _RESULTS[key]  # type: ignore[no-any-return]
+    value = compute()
+    if len(_RESULTS) >= RESULTS_LIMIT:
+        _RESULTS.clear()
+    _RESULTS[key] = value
+    return value
+
+
+def _json_key(value: Any) -> str | None:
+    try:
+        return json.dumps(value, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+
+
+def _params_key(hook: Hook) -> str | None:
+    """A hook's params as canonical JSON, memoised on the hook (while its params are the same
+    object)."""
+    return memo("verify-params", hook, (hook.params,), lambda: _json_key(hook.params))
+
+
+def _checked(hook: Hook, data: HookInput, harness: Harness) -> HookResult:
+    """`check_declarative`, cached for the checks that are pure functions of the hook's params
+    and one text or argument set (forbidden_claims, reply_format, validate_tool_args): the
+    same golds are verified against many variants that share those hooks, and the regexes
+    and JSON Schemas cost far more than a lookup."""
+    params = _params_key(hook)
+    if params is None or hook.kind not in _PURE_KINDS:
+        return check_declarative(hook, data, harness)
+    if hook.kind is HookKind.VALIDATE_TOOL_ARGS:
+        args = _json_key(data.arguments or {})
+        if args is None:
+            return check_declarative(hook, data, harness)
+        key: tuple[Any, ...] = (hook.kind, params, data.tool, args)
+    else:
+        text = data.viewer_message if data.event is HookEvent.ON_INPUT else (data.reply or "")
+        key = (hook.kind, params, data.event, text)
+    return _cached(key, lambda: check_declarative(hook, data, harness))
+
+
+_PURE_KINDS = frozenset(
+    {HookKind.FORBIDDEN_CLAIMS, HookKind.REPLY_FORMAT, HookKind.VALIDATE_TOOL_ARGS}
+)
+
+
+def _argument_errors(tool: Tool, arguments: dict[str, Any]) -> list[str]:
+    """`argument_errors(tool.parameters, arguments)`, cached by the schema's and the
+    arguments' canonical JSON (the schema's memoised on the tool)."""
+    schema = memo("verify-schema", tool, (tool.parameters,), lambda: _json_key(tool.parameters))
+    args = _json_key(arguments)
+    if schema is None or args is None:
+        return argument_errors(tool.parameters, arguments)
+    found = _cached(
+        ("args", schema, args), lambda: tuple(argument_errors(tool.parameters, arguments))
+    )
+    return list(found)
 
 
 def _static_hooks(harness: Harness, event: HookEvent) -> tuple[Any, ...]:
@@ -102,7 +172,7 @@ def _call_decision(
     tool = harness.tool(call.name)
     if tool is None:
         return Decision(where, "unknown_tool", call.name)
-    problems = argument_errors(tool.parameters, call.arguments)
+    problems = _argument_errors(tool, call.arguments)
     if problems:
         return Decision(where, "invalid_arguments", f"{call.name}: {'; '.join(problems)}")
     data = HookInput(
@@ -283,21 +353,35 @@ def compare(
     return None
 
 
-def _dump_turns(turns: list[AssistantTurn]) -> list[dict[str, object]]:
-    return [t.model_dump(mode="json") for t in turns]
+def _equal_call(a: ToolCall, b: ToolCall) -> bool:
+    return a.name == b.name and a.id == b.id and a.arguments == b.arguments
 
 
-def inverse_problem(chain: MappingChain, original: Trajectory, remapped: Trajectory) -> str | None:
-    """None when mapping `remapped` back gives `original` exactly."""
-    identity = all(step.is_identity for step in chain.steps)
-    back = remapped if identity else chain.inverse(remapped)
+def _equal_turn(a: AssistantTurn, b: AssistantTurn) -> bool:
+    return (
+        a.content == b.content
+        and a.parse_errors == b.parse_errors
+        and len(a.tool_calls) == len(b.tool_calls)
+        and all(_equal_call(x, y) for x, y in zip(a.tool_calls, b.tool_calls, strict=True))
+    )
+
+
+def inverse_problem(
+    chain: MappingChain,
+    original: Trajectory,
+    remapped: Trajectory,
+    fills: Iterable[Fill] | None = None,
+) -> str | None:
+    """None when mapping `remapped` back (with the `fills` of the remap that made it) gives
+    `original` exactly."""
+    back = remapped if chain.is_identity else chain.inverse(remapped, fills)
     if back.viewer_message != original.viewer_message:
         return "the inverse changes the viewer message"
-    if _dump_turns(back.turns) != _dump_turns(original.turns):
-        for i, (a, b) in enumerate(zip(back.turns, original.turns, strict=False), start=1):
-            if a.model_dump(mode="json") != b.model_dump(mode="json"):
-                return f"turn {i}: the inverse gives {a.model_dump(mode='json')}, not the original"
+    if len(back.turns) != len(original.turns):
         return "the inverse changes the number of turns"
+    for i, (a, b) in enumerate(zip(back.turns, original.turns, strict=True), start=1):
+        if not _equal_turn(a, b) and a.model_dump(mode="json") != b.model_dump(mode="json"):
+            return f"turn {i}: the inverse gives {a.model_dump(mode='json')}, not the original"
     return None
 
 
