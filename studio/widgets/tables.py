@@ -221,57 +221,85 @@ class IntervalDelegate(QStyledItemDelegate):
             painter.restore()
             return
         mean, low, high = value
-        font = theme.ui_font(12)
-        painter.setFont(font)
-        text = f"{mean * 100:.1f}"
-        sub = f"{low * 100:.1f}–{high * 100:.1f}" if low is not None and high is not None else ""
-        text_w = 44
-        bar_left = rect.left() + 10 + text_w
-        bar_right = rect.right() - 10 - (72 if sub else 0)
+        has_ci = low is not None and high is not None
+        left, right = float(rect.left()), float(rect.right())
+        interval = f"{low * 100:.1f}–{high * 100:.1f}" if has_ci else ""
+        if rect.height() >= 36:
+            # two lines: the numbers on top, the bar across the whole cell under them
+            top = QRectF(left + 10, rect.top() + 3, right - left - 20, rect.height() / 2)
+            bold = theme.ui_font(12)
+            bold.setWeight(bold.Weight.DemiBold)
+            painter.setFont(bold)
+            painter.setPen(QColor(theme.color("text")))
+            text = f"{mean * 100:.1f}"
+            painter.drawText(
+                top, int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft), text
+            )
+            if has_ci:
+                shift = painter.fontMetrics().horizontalAdvance(text) + 8
+                painter.setFont(theme.ui_font(11))
+                painter.setPen(QColor(theme.color("text-faint")))
+                painter.drawText(
+                    top.adjusted(shift, 0, 0, 0),
+                    int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft),
+                    f"95 % CI {interval}",
+                )
+            self._bar(painter, left + 10, right - 10, rect.top() + rect.height() * 0.72, value)
+            painter.restore()
+            return
+        show_sub = has_ci and right - left >= 150
+        text_box = QRectF(left + 4, rect.top(), 40, rect.height())
+        sub_box = QRectF(right - 76, rect.top(), 74, rect.height())
+        bar_left = left + 52
+        bar_right = (sub_box.left() - 6) if show_sub else right - 10
+        painter.setFont(theme.ui_font(12))
         painter.setPen(QColor(theme.color("text")))
         painter.drawText(
-            QRectF(rect.left() + 8, rect.top(), text_w, rect.height()),
+            text_box,
             int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight),
-            text,
+            f"{mean * 100:.1f}",
         )
-        if sub:
+        if show_sub:
             painter.setFont(theme.ui_font(11))
             painter.setPen(QColor(theme.color("text-faint")))
             painter.drawText(
-                QRectF(bar_right + 8, rect.top(), 70, rect.height()),
-                int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft),
-                sub,
+                sub_box, int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft), interval
             )
-        if bar_right - bar_left > 20:
-            cy = rect.center().y() + 0.5
-            width = bar_right - bar_left
-
-            def x(v: float) -> float:
-                return bar_left + max(0.0, min(1.0, v)) * width
-
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(QColor(theme.color("surface-sunken")))
-            painter.drawRoundedRect(QRectF(bar_left, cy - 3, width, 6), 3, 3)
-            painter.setBrush(QColor(theme.color("accent-soft")))
-            if low is not None and high is not None:
-                painter.drawRoundedRect(
-                    QRectF(x(low), cy - 5, max(2.0, x(high) - x(low)), 10), 3, 3
-                )
-            painter.setBrush(QColor(theme.color("accent")))
-            painter.drawRoundedRect(QRectF(bar_left, cy - 2, x(mean) - bar_left, 4), 2, 2)
-            if low is not None and high is not None:
-                pen = QPen(QColor(theme.color("accent-text")))
-                pen.setWidthF(1.4)
-                painter.setPen(pen)
-                for edge in (x(low), x(high)):
-                    painter.drawLine(int(edge), int(cy - 5), int(edge), int(cy + 5))
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(QColor(theme.color("accent-text")))
-            painter.drawEllipse(QRectF(x(mean) - 3.5, cy - 3.5, 7, 7))
+        if bar_right - bar_left >= 30:
+            self._bar(painter, bar_left, bar_right, rect.center().y() + 0.5, value)
         painter.restore()
 
     def sizeHint(self, option: QStyleOptionViewItem, index: Index) -> QSize:
         return QSize(240, 30)
+
+    @staticmethod
+    def _bar(
+        painter: QPainter, bar_left: float, bar_right: float, cy: float, value: tuple[Any, ...]
+    ) -> None:
+        """The 0–1 track, the interval as a soft band with whiskers, the mean as a dot."""
+        mean, low, high = value
+        span = bar_right - bar_left
+
+        def x(v: float) -> float:
+            return bar_left + max(0.0, min(1.0, v)) * span
+
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QColor(theme.color("surface-sunken")))
+        painter.drawRoundedRect(QRectF(bar_left, cy - 3, span, 6), 3, 3)
+        if low is not None and high is not None:
+            painter.setBrush(QColor(theme.color("accent-soft")))
+            painter.drawRoundedRect(QRectF(x(low), cy - 5, max(2.0, x(high) - x(low)), 10), 3, 3)
+        painter.setBrush(QColor(theme.color("accent")))
+        painter.drawRoundedRect(QRectF(bar_left, cy - 2, x(mean) - bar_left, 4), 2, 2)
+        if low is not None and high is not None:
+            pen = QPen(QColor(theme.color("accent-text")))
+            pen.setWidthF(1.4)
+            painter.setPen(pen)
+            for edge in (x(low), x(high)):
+                painter.drawLine(int(edge), int(cy - 5), int(edge), int(cy + 5))
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QColor(theme.color("accent-text")))
+        painter.drawEllipse(QRectF(x(mean) - 3.5, cy - 3.5, 7, 7))
 
 
 class RecordTable(QTableView):

@@ -1,0 +1,682 @@
+"""The Evaluate page's logic: which models can be evaluated, the launch form turned into an
+`EvalRequest` (core/eval/api.py), runs as background jobs with progress and stop, and stored
+runs turned into what the page shows: per-suite scores with 95 % intervals, the per-HSA-
+dimension cost, the distribution over harness variants per model, the items with their
+traces, and the harness-change impact report.
+
+All numbers come from core.eval (stats, report, impact); this module only selects and shapes
+them. Besides registered models, two baselines need no server: the simulator's **oracle**
+(the ceiling of every agent suite) and the oracle **fixed on one harness version** (it keeps
+calling tools and skills by that version's names: a stand-in for a model fine-tuned on one
+fixed harness, which is what the harness-change impact gate is about).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from core.eval.results import EvalResult, ResultStatus, Suite
+from studio.logic.data_turns import TurnItem, turns_from_trace
+
+if TYPE_CHECKING:
+    from core.eval.api import ClientFactory, EvalRequest, EvalRun, ImpactReport
+    from core.eval.report import EvalReport
+    from core.eval.stats import VariantDistribution
+    from core.store import Store
+
+ORACLE = "oracle"
+ORACLE_FIXED = "oracle-fixed"
+SUITE_CHOICES: tuple[tuple[str, str, str], ...] = (
+    ("ls-qa", "Live-Stream QA", "test tasks under the original harness"),
+    ("hv-qa", "Harness-Variant QA", "the same tasks under held-out HSA variants"),
+    ("robustness", "Robustness", "faults and distractor tools"),
+    ("ifeval", "IFEval", "instruction following, official checkers"),
+)
+SUITE_LABELS = {"ls-qa": "LS-QA", "hv-qa": "HV-QA", "robustness": "Robustness", "ifeval": "IFEval"}
+DIMENSION_LABELS = {
+    "skill_ids": "Skill names",
+    "skill_content": "Skill content",
+    "tool_schemas": "Tool schemas",
+    "prompt": "Prompt structure",
+    "hooks": "Hook behaviour",
+    "all": "All dimensions",
+}
+URL_RE = re.compile(r"^https?://[^\s/]+")
+RESAMPLES = 1000
+"""Bootstrap resamples for the page (the CLI reports use 2000; 1000 keeps a click snappy)."""
+
+
+class RequestError(ValueError):
+    """A form value that cannot be used: `field` names the input."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(f"{field_name}: {message}")
+        self.field = field_name
+        self.message = message
+
+
+# ----------------------------------------------------------------------------- models
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    key: str
+    """Registered model name, or ORACLE / ORACLE_FIXED."""
+    label: str
+    kind: str
+    """model | oracle | oracle-fixed"""
+    adapters: tuple[str, ...] = ()
+    detail: str = ""
+
+
+def model_choices(store: Store) -> list[ModelChoice]:
+    """Registered models (base and merged, each with its adapters), then the two oracles."""
+    from core.store.serving import list_models
+
+    records = list_models(store)
+    out: list[ModelChoice] = []
+    for r in records:
+        if r.kind == "adapter":
+            continue
+        adapters = tuple(a.name for a in records if a.kind == "adapter" and a.base == r.name)
+        size = f"{r.parameters / 1e6:.0f}M params" if r.parameters else r.source
+        out.append(ModelChoice(r.name, r.name, "model", adapters, size))
+    out.append(ModelChoice(ORACLE, "Oracle (simulator ceiling)", "oracle", (), "no server"))
+    out.append(
+        ModelChoice(
+            ORACLE_FIXED,
+            "Oracle fixed on a harness version",
+            "oracle-fixed",
+            (),
+            "stand-in for a fixed-harness fine-tune",
+        )
+    )
+    return out
+
+
+def fixed_name(version_id: str) -> str:
+    """The model name runs of the oracle fixed on `version_id` are stored under."""
+    return f"{ORACLE_FIXED}@{version_id[:10]}"
+
+
+def oracle_factory(store: Store, fixed_on: str | None = None) -> ClientFactory:
+    from core.eval.runner import oracle_clients
+    from core.sim.catalog import load_catalog
+
+    memorised = store.load(fixed_on) if fixed_on else None
+    return oracle_clients(load_catalog(), memorised=memorised)
+
+
+# ----------------------------------------------------------------------------- launching
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """The Run form's values."""
+
+    model: str
+    kind: str = "model"
+    adapter: str | None = None
+    harness: str | None = None
+    """Stored version id the run uses."""
+    suites: tuple[str, ...] = ("ls-qa",)
+    limit: int | None = 20
+    variants: int = 8
+    samples: int = 1
+    concurrency: int = 1
+    max_tokens: int = 256
+    server: str = "managed"
+    """managed (start a server for the model) | url (a running OpenAI-compatible server)"""
+    engine: str = "transformers"
+    base_url: str = ""
+    model_id: str = ""
+    ifeval_path: str = ""
+    fixed_on: str | None = None
+    """oracle-fixed: the harness version whose names it keeps."""
+
+    @property
+    def model_name(self) -> str:
+        if self.kind == "oracle-fixed":
+            return fixed_name(self.fixed_on or "")
+        return self.model
+
+    def validate(self) -> None:
+        if not self.model:
+            raise RequestError("model", "pick a model")
+        if not self.suites:
+            raise RequestError("suites", "pick at least one suite")
+        if self.kind != "model" and "ifeval" in self.suites:
+            raise RequestError("suites", "the oracle answers agent tasks only, not IFEval")
+        if self.kind == "oracle-fixed" and not self.fixed_on:
+            raise RequestError("fixed_on", "pick the harness version the oracle keeps")
+        url = self.base_url.strip()
+        if self.kind == "model" and self.server == "url" and not URL_RE.match(url):
+            raise RequestError(
+                "base_url", "an http(s) URL of a running server, e.g. http://127.0.0.1:8000/v1"
+            )
+        if self.engine not in ("transformers", "vllm"):
+            raise RequestError("engine", f"unknown engine {self.engine!r}")
+
+    def eval_request(self) -> EvalRequest:
+        from core.eval.api import EvalRequest
+
+        self.validate()
+        url = self.kind == "model" and self.server == "url"
+        return EvalRequest(
+            model=self.model_name,
+            adapter=self.adapter if self.kind == "model" else None,
+            suites=[Suite(s) for s in self.suites],
+            harness=self.harness,
+            limit=self.limit,
+            variants=self.variants,
+            samples=self.samples,
+            concurrency=self.concurrency,
+            max_tokens=self.max_tokens,
+            engine=self.engine,  # type: ignore[arg-type]
+            base_url=(self.base_url.strip() or None) if url else None,
+            model_id=(self.model_id.strip() or None) if url else None,
+            ifeval_path=self.ifeval_path.strip() or None,
+        )
+
+    def command(self) -> str:
+        """The equivalent `hat eval run` line."""
+        parts = ["hat eval run"]
+        if self.kind == "model":
+            parts.append(f"--model {self.model}")
+            if self.adapter:
+                parts.append(f"--adapter {self.adapter}")
+        else:
+            parts.append("--oracle")
+        parts += [f"-s {s}" for s in self.suites]
+        if self.limit:
+            parts.append(f"--limit {self.limit}")
+        if "hv-qa" in self.suites:
+            parts.append(f"--variants {self.variants}")
+        if self.samples > 1:
+            parts.append(f"--samples {self.samples}")
+        if self.harness:
+            parts.append(f"--harness {self.harness[:10]}")
+        if self.kind == "model" and self.server == "url" and self.base_url.strip():
+            parts.append(f"--base-url {self.base_url.strip()}")
+        elif self.kind == "model" and self.engine != "transformers":
+            parts.append(f"--engine {self.engine}")
+        if self.max_tokens != 256:
+            parts.append(f"--max-tokens {self.max_tokens}")
+        if self.concurrency > 1:
+            parts.append(f"--concurrency {self.concurrency}")
+        if self.ifeval_path.strip() and "ifeval" in self.suites:
+            parts.append(f"--ifeval {self.ifeval_path.strip()}")
+        return " ".join(parts)
+
+    def factory(self, store: Store) -> ClientFactory | None:
+        if self.kind == "oracle":
+            return oracle_factory(store)
+        if self.kind == "oracle-fixed":
+            return oracle_factory(store, self.fixed_on)
+        return None
+
+
+@dataclass
+class EvalProgress:
+    done: int
+    total: int
+    last: str = ""
+    last_ok: bool = True
+    passed: int = 0
+    failed: int = 0
+
+
+class EvalJob:
+    """One evaluation or impact gate run in a worker thread, with progress and stop.
+
+    `stop()` sets the runner's stop flag: items in flight finish and are stored, the run is
+    stored as stopped, and resume continues it."""
+
+    def __init__(self, work: Callable[[Any, Any], Any]) -> None:
+        self._work = work
+        self.stop_flag = threading.Event()
+        self.progress = EvalProgress(0, 0)
+
+    def stop(self) -> None:
+        self.stop_flag.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self.stop_flag.is_set()
+
+    def run(self, on_progress: Callable[[EvalProgress], None] | None = None) -> Any:
+        progress = self.progress
+
+        def callback(done: int, total: int, last: EvalResult | None) -> None:
+            progress.done, progress.total = done, total
+            if last is not None:
+                ok = last.status is ResultStatus.OK and last.passed
+                progress.passed += ok
+                progress.failed += last.status is ResultStatus.FAILED
+                mark = "pass" if ok else (last.reason or "not passed")
+                seed = f"#{last.variant_seed}" if last.variant_seed is not None else ""
+                progress.last = f"{SUITE_LABELS[last.suite.value]} · {last.task_id}{seed}: {mark}"
+                progress.last_ok = ok
+            if on_progress is not None:
+                on_progress(EvalProgress(**progress.__dict__))
+
+        return self._work(callback, self.stop_flag)
+
+
+def launch_job(store: Store, launch: LaunchRequest) -> EvalJob:
+    """A job that runs the launch request (validated now: RequestError names the field)."""
+    from core.eval.api import run_eval
+
+    request = launch.eval_request()
+    factory = launch.factory(store)
+
+    def work(on_progress: Any, stop: Any) -> EvalRun:
+        return run_eval(store, request, on_progress=on_progress, stop=stop, client_factory=factory)
+
+    return EvalJob(work)
+
+
+def resume_job(store: Store, run_id: str, base_url: str | None = None) -> EvalJob:
+    """A job that continues a stopped or failed run (oracle runs get their oracle back)."""
+    from core.eval.api import get_eval_run, resume_eval
+
+    run = get_eval_run(store, run_id)
+    factory = None
+    if run.model == ORACLE:
+        factory = oracle_factory(store)
+    elif run.model.startswith(f"{ORACLE_FIXED}@"):
+        factory = oracle_factory(store, run.model.split("@", 1)[1])
+
+    def work(on_progress: Any, stop: Any) -> EvalRun:
+        return resume_eval(
+            store,
+            run.id,
+            on_progress=on_progress,
+            stop=stop,
+            client_factory=factory,
+            base_url=base_url or None,
+        )
+
+    return EvalJob(work)
+
+
+@dataclass(frozen=True)
+class ImpactLaunch:
+    model: str
+    kind: str
+    from_version: str
+    to_version: str
+    suites: tuple[str, ...] = ("ls-qa",)
+    limit: int | None = 24
+    adapter: str | None = None
+    variants: int = 4
+    base_url: str = ""
+
+    def validate(self) -> None:
+        if not self.from_version or not self.to_version:
+            raise RequestError("versions", "pick the two harness versions to compare")
+        if self.from_version == self.to_version:
+            raise RequestError("versions", "pick two different versions")
+        if not self.suites:
+            raise RequestError("suites", "pick at least one suite")
+        if self.kind != "model" and "ifeval" in self.suites:
+            raise RequestError("suites", "the oracle answers agent tasks only, not IFEval")
+
+    @property
+    def model_name(self) -> str:
+        return fixed_name(self.from_version) if self.kind == "oracle-fixed" else self.model
+
+
+def impact_job(store: Store, launch: ImpactLaunch) -> EvalJob:
+    from core.eval.api import EvalRequest, impact
+
+    launch.validate()
+    suites = [Suite(s) for s in launch.suites]
+    factory = None
+    if launch.kind == "oracle":
+        factory = oracle_factory(store)
+    elif launch.kind == "oracle-fixed":
+        factory = oracle_factory(store, launch.from_version)
+    request = EvalRequest(model=launch.model_name, suites=suites, variants=launch.variants)
+
+    def work(on_progress: Any, stop: Any) -> ImpactReport:
+        return impact(
+            store,
+            launch.model_name,
+            launch.from_version,
+            launch.to_version,
+            suites=suites,
+            limit=launch.limit,
+            adapter=launch.adapter if launch.kind == "model" else None,
+            base_url=launch.base_url.strip() or None,
+            request=request,
+            on_progress=on_progress,
+            stop=stop,
+            client_factory=factory,
+        )
+
+    return EvalJob(work)
+
+
+# ----------------------------------------------------------------------------- runs
+
+
+def model_label(model: str, adapter: str | None = None) -> str:
+    if model == ORACLE:
+        label = "oracle"
+    elif model.startswith(f"{ORACLE_FIXED}@"):
+        label = f"oracle fixed @ {model.split('@', 1)[1]}"
+    else:
+        label = model
+    return f"{label} + {adapter}" if adapter else label
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run: Any
+    id: str
+    model: str
+    version: str
+    suites: str
+    status: str
+    progress: float
+    pass_rate: float | None
+    created: str
+
+
+def run_rows(runs: list[EvalRun], labels: dict[str, tuple[str, ...]] | None = None) -> list[RunRow]:
+    """Rows for the runs table, newest first. `labels`: version id -> its labels."""
+    out = []
+    for run in sorted(runs, key=lambda r: r.created_at or r.id, reverse=True):
+        tags = (labels or {}).get(run.harness_version or "", ())
+        version = (run.harness_version or "")[:10] + (f" · {tags[0]}" if tags else "")
+        out.append(
+            RunRow(
+                run=run,
+                id=run.id,
+                model=model_label(run.model, run.adapter),
+                version=version,
+                suites=", ".join(SUITE_LABELS.get(s.value, s.value) for s in run.suites),
+                status=run.status.value,
+                progress=run.done / run.total if run.total else 0.0,
+                pass_rate=run.passed / run.done if run.done else None,
+                created=run.created_at.astimezone().strftime("%b %d %H:%M")
+                if run.created_at
+                else "",
+            )
+        )
+    return out
+
+
+@dataclass
+class ItemRow:
+    result: EvalResult
+    suite: str
+    task_id: str
+    variant: str
+    category: str
+    score: float
+    passed: bool
+    status: str
+    reason: str
+
+    @property
+    def key(self) -> tuple[str, str, int | None, int]:
+        return self.result.key
+
+
+def item_rows(results: list[EvalResult]) -> list[ItemRow]:
+    out = []
+    for r in results:
+        variant = ""
+        if r.variant_seed is not None:
+            variant = f"{DIMENSION_LABELS.get(r.dimension or '', r.dimension or 'variant')}"
+        if r.sample:
+            variant = f"{variant} · sample {r.sample}".strip(" ·")
+        failed = r.status is ResultStatus.FAILED
+        reason = r.reason or ""
+        if not reason and not r.passed:
+            reason = _first_failing_reason(r.grades)
+        out.append(
+            ItemRow(
+                result=r,
+                suite=SUITE_LABELS.get(r.suite.value, r.suite.value),
+                task_id=r.task_id,
+                variant=variant,
+                category=(r.category or "").replace("_", " "),
+                score=0.0 if failed else r.score,
+                passed=r.passed and not failed,
+                status="failed" if failed else ("pass" if r.passed else "fail"),
+                reason=reason,
+            )
+        )
+    return out
+
+
+def _first_failing_reason(grades: dict[str, Any]) -> str:
+    for name in ("accuracy", "effectiveness", "tool_rationality", "skill_selection"):
+        entry = grades.get(name)
+        if isinstance(entry, dict) and float(entry.get("score", 1.0)) < 1.0:
+            reasons = entry.get("reasons") or []
+            return f"{name.replace('_', ' ')}: {reasons[0]}" if reasons else name
+    return ""
+
+
+@dataclass
+class SuiteRow:
+    suite: str
+    items: int
+    tasks: int
+    failed: int
+    score: tuple[float, float, float]
+    pass_rate: tuple[float, float, float]
+    extra: str = ""
+
+
+@dataclass
+class DimensionRow:
+    dimension: str
+    rows: int
+    score: tuple[float, float, float]
+    cost: tuple[float, float, float] | None
+
+
+@dataclass
+class RunView:
+    run: Any
+    results: list[EvalResult]
+    report: EvalReport | None
+    suites: list[SuiteRow] = field(default_factory=list)
+    dimensions: list[DimensionRow] = field(default_factory=list)
+    items: list[ItemRow] = field(default_factory=list)
+    failures: list[tuple[str, int, str]] = field(default_factory=list)
+
+
+def _triple(ci: Any) -> tuple[float, float, float]:
+    return (float(ci.mean), float(ci.low), float(ci.high))
+
+
+def run_view(store: Store, run_id: str, resamples: int = RESAMPLES) -> RunView:
+    """One run's rows and report (None while it has no rows)."""
+    from core.eval.api import get_eval_run, load_results
+    from core.eval.report import IFEVAL_LABELS, build_report
+
+    run = get_eval_run(store, run_id)
+    results = load_results(store, run.id)
+    if not results:
+        return RunView(run, results, None)
+    report = build_report(
+        results,
+        meta={"model": model_label(run.model, run.adapter), "run": run.id},
+        resamples=resamples,
+    )
+    suites = []
+    failures = []
+    for s in report.suites:
+        extra = ""
+        if s.ifeval:
+            extra = " · ".join(
+                f"{IFEVAL_LABELS.get(k, k)} {v.mean * 100:.1f}" for k, v in s.ifeval.items()
+            )
+        elif s.variants is not None:
+            v = s.variants
+            extra = f"{v.variants} variants · P5 {v.p5 * 100:.0f} · worst {v.worst * 100:.0f}"
+        if s.pass_k:
+            extra += (" · " if extra else "") + ", ".join(
+                f"pass^{k} {p * 100:.0f}" for k, p in sorted(s.pass_k.items())
+            )
+        suites.append(
+            SuiteRow(
+                suite=s.label,
+                items=s.items,
+                tasks=s.tasks,
+                failed=s.failed,
+                score=_triple(s.score),
+                pass_rate=_triple(s.pass_rate),
+                extra=extra,
+            )
+        )
+        failures += [(f"{s.label}: {f.kind}", f.count, f.example) for f in s.failures]
+    dims = [
+        DimensionRow(
+            dimension=DIMENSION_LABELS.get(d.dimension, d.dimension),
+            rows=d.rows,
+            score=_triple(d.score),
+            cost=_triple(d.cost) if d.cost is not None else None,
+        )
+        for d in report.dimensions
+    ]
+    return RunView(run, results, report, suites, dims, item_rows(results), failures)
+
+
+@dataclass(frozen=True)
+class ModelDistribution:
+    label: str
+    run_id: str
+    distribution: VariantDistribution
+
+
+def variant_distributions(store: Store, runs: list[EvalRun]) -> list[ModelDistribution]:
+    """Per model (and adapter), the distribution over HV-QA variants of its newest run that
+    has HV-QA rows, in the order models were first evaluated."""
+    from core.eval.api import load_results
+    from core.eval.stats import variant_distribution
+
+    newest: dict[str, EvalRun] = {}
+    order: list[str] = []
+    for run in sorted(runs, key=lambda r: r.created_at or r.id):
+        if Suite.HV_QA not in run.suites or not run.done:
+            continue
+        label = model_label(run.model, run.adapter)
+        if label not in newest:
+            order.append(label)
+        newest[label] = run
+    out = []
+    for label in order:
+        run = newest[label]
+        dist = variant_distribution(load_results(store, run.id, suite=Suite.HV_QA))
+        if dist is not None:
+            out.append(ModelDistribution(label, run.id, dist))
+    return out
+
+
+def trace_items(store: Store, run_id: str, key: tuple[str, str, int | None, int]) -> list[TurnItem]:
+    """The stored trace of one item as readable turns ([] when the item has no trace)."""
+    from core.eval.api import load_trace
+    from core.runtime.trace import Trace
+
+    data = load_trace(store, run_id, key)
+    if data is None:
+        return []
+    return turns_from_trace(Trace.model_validate(data))
+
+
+# ----------------------------------------------------------------------------- impact
+
+
+@dataclass
+class GroupRow:
+    label: str
+    component: str
+    name: str
+    change: str
+    broke: int
+    fixed: int
+    flips: list[Any]
+
+
+@dataclass
+class FlipRow:
+    flip: Any
+    suite: str
+    task_id: str
+    variant: str
+    direction: str
+    before: float
+    after: float
+    reason: str
+
+
+def impact_groups(report: ImpactReport) -> list[GroupRow]:
+    """Groups with flips first (most broken first), then the changed components no flip
+    touched (so every change of the diff is listed)."""
+    rows: list[GroupRow] = []
+    seen: set[str] = set()
+    for g in report.groups:
+        if g.change is None:
+            rows.append(
+                GroupRow("No changed component touched", "", "", "", g.broke, g.fixed, g.flips)
+            )
+            continue
+        seen.add(g.change.label)
+        rows.append(
+            GroupRow(
+                g.change.label,
+                g.change.component,
+                g.change.name
+                if g.change.old_name is None
+                else f"{g.change.old_name} → {g.change.name}",
+                g.change.change,
+                g.broke,
+                g.fixed,
+                list(g.flips),
+            )
+        )
+    for c in report.changes:
+        if c.label not in seen:
+            name = c.name if c.old_name is None else f"{c.old_name} → {c.name}"
+            rows.append(GroupRow(c.label, c.component, name, c.change, 0, 0, []))
+    rows.sort(key=lambda r: (-(r.broke + r.fixed), -r.broke, r.component == "", r.label))
+    return rows
+
+
+def flip_rows(flips: list[Any]) -> list[FlipRow]:
+    out = []
+    for f in flips:
+        suite, task, seed, sample = f.key
+        variant = f"#{seed}" if seed is not None else ""
+        if sample:
+            variant += f" s{sample}"
+        after = f.after
+        failed = after.status is ResultStatus.FAILED
+        reason = after.reason or "" if failed else _first_failing_reason(after.grades)
+        if f.direction == "fixed":
+            before = f.before
+            reason = before.reason or _first_failing_reason(before.grades)
+        out.append(
+            FlipRow(
+                flip=f,
+                suite=SUITE_LABELS.get(suite, suite),
+                task_id=task,
+                variant=variant.strip(),
+                direction=f.direction,
+                before=0.0 if f.before.status is ResultStatus.FAILED else f.before.score,
+                after=0.0 if failed else after.score,
+                reason=reason,
+            )
+        )
+    return out

@@ -1,0 +1,454 @@
+"""The Run tab: evaluate a model (optionally with an adapter) on the suites, through a managed
+server, a running OpenAI-compatible server, or one of the oracle baselines; as a background
+job with progress and stop (a stopped run is stored and can be resumed).
+
+The form becomes a `studio.logic.eval_view.LaunchRequest`, the same request `hat eval run`
+makes (the command is shown under the form)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QProgressBar,
+    QScrollArea,
+    QSpinBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from studio import theme
+from studio.context import StudioContext
+from studio.logic.eval_view import SUITE_CHOICES
+from studio.pages.data_conversation import themed
+from studio.pages.data_generate_view import PROGRESS_QSS, duration
+from studio.pages.data_widgets import Pane, fill_combo
+from studio.widgets.common import Banner, Field, Segmented, button, label
+
+
+def version_items(versions: list[Any]) -> list[tuple[str, str]]:
+    items = []
+    for i, v in enumerate(versions):
+        tags = f"  [{', '.join(v.labels)}]" if v.labels else ""
+        head = "head · " if i == 0 else ""
+        items.append((v.id, f"{head}{v.id[:10]} · {v.message[:38]}{tags}"))
+    return items
+
+
+class ModelPicker(QWidget):
+    """Model + adapter combos over `model_choices`, and for the fixed oracle its version."""
+
+    changed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        grid = QGridLayout(self)
+        grid.setContentsMargins(0, 0, 0, 0)
+        grid.setHorizontalSpacing(10)
+        grid.setVerticalSpacing(8)
+        self.model = QComboBox()
+        self.model.setMinimumWidth(220)
+        self.adapter = QComboBox()
+        self.model_field = Field("Model", self.model)
+        self.adapter_field = Field("Adapter", self.adapter)
+        grid.addWidget(self.model_field, 0, 0)
+        grid.addWidget(self.adapter_field, 0, 1)
+        grid.setColumnStretch(0, 3)
+        grid.setColumnStretch(1, 2)
+        self.choices: list[Any] = []
+        self.model.currentIndexChanged.connect(lambda _i: self._model_changed())
+        self.adapter.currentIndexChanged.connect(lambda _i: self.changed.emit())
+
+    def set_choices(self, choices: list[Any]) -> None:
+        self.choices = choices
+        fill_combo(self.model, [(c.key, c.label) for c in choices])
+        self._model_changed()
+
+    def choice(self) -> Any:
+        key = self.model.currentData()
+        return next((c for c in self.choices if c.key == key), None)
+
+    def select(self, key: str) -> None:
+        idx = self.model.findData(key)
+        if idx >= 0:
+            self.model.setCurrentIndex(idx)
+
+    def _model_changed(self) -> None:
+        c = self.choice()
+        adapters = c.adapters if c is not None else ()
+        fill_combo(self.adapter, [("", "none")] + [(a, a) for a in adapters], keep=False)
+        self.adapter_field.setEnabled(bool(adapters))
+        self.model_field.aside.setText(c.detail if c is not None else "")
+        self.changed.emit()
+
+    @property
+    def kind(self) -> str:
+        c = self.choice()
+        return c.kind if c is not None else "model"
+
+
+class RunView(QWidget):
+    progressed = Signal(object)
+    finished = Signal(object)
+    """The stored EvalRun when the job ends (done, stopped or failed)."""
+
+    def __init__(self, ctx: StudioContext, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.ctx = ctx
+        self.job: Any = None
+        self.result: Any = None
+        self.last: Any = None
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(24, 12, 24, 16)
+        lay.setSpacing(14)
+
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setMinimumWidth(480)
+        scroll.setMaximumWidth(580)
+        form = QFrame()
+        form.setObjectName("Card")
+        fl = QVBoxLayout(form)
+        fl.setContentsMargins(18, 14, 18, 16)
+        fl.setSpacing(12)
+        fl.addWidget(label("Model", "SectionTitle"))
+        self.picker = ModelPicker()
+        fl.addWidget(self.picker)
+        self.fixed_on = QComboBox()
+        self.fixed_field = Field("Fixed on", self.fixed_on)
+        self.fixed_field.aside.setText("calls tools and skills by this version's names")
+        fl.addWidget(self.fixed_field)
+        self.server_box = QWidget()
+        sl = QVBoxLayout(self.server_box)
+        sl.setContentsMargins(0, 0, 0, 0)
+        sl.setSpacing(8)
+        self.server = Segmented([("managed", "Start a server"), ("url", "Use a running server")])
+        sl.addWidget(self.server)
+        self.engine = Segmented([("transformers", "transformers serve"), ("vllm", "vLLM")])
+        sl.addWidget(self.engine)
+        url_row = QGridLayout()
+        url_row.setHorizontalSpacing(10)
+        self.base_url = QLineEdit()
+        self.base_url.setPlaceholderText("http://127.0.0.1:8000/v1")
+        self.model_id = QLineEdit()
+        self.model_id.setPlaceholderText("the server's first model")
+        self.url_field = Field("Base URL", self.base_url)
+        url_row.addWidget(self.url_field, 0, 0)
+        url_row.addWidget(Field("Model id", self.model_id), 0, 1)
+        url_row.setColumnStretch(0, 3)
+        url_row.setColumnStretch(1, 2)
+        self.url_box = QWidget()
+        self.url_box.setLayout(url_row)
+        url_row.setContentsMargins(0, 0, 0, 0)
+        sl.addWidget(self.url_box)
+        fl.addWidget(self.server_box)
+
+        fl.addSpacing(4)
+        fl.addWidget(label("Suites", "SectionTitle"))
+        suites = QHBoxLayout()
+        suites.setSpacing(6)
+        self.suite_buttons: dict[str, QToolButton] = {}
+        for key, title, hint in SUITE_CHOICES:
+            b = QToolButton()
+            b.setObjectName("Toggle")
+            b.setText(title)
+            b.setToolTip(hint)
+            b.setCheckable(True)
+            b.setChecked(key in ("ls-qa", "hv-qa"))
+            b.setCursor(Qt.CursorShape.PointingHandCursor)
+            b.toggled.connect(lambda _on: self._update())
+            self.suite_buttons[key] = b
+            suites.addWidget(b)
+        suites.addStretch(1)
+        fl.addLayout(suites)
+        self.suites_error = label("", "FieldError", wrap=True)
+        self.suites_error.hide()
+        fl.addWidget(self.suites_error)
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(10)
+        grid.setVerticalSpacing(8)
+        self.limit = QSpinBox()
+        self.limit.setRange(0, 100_000)
+        self.limit.setValue(20)
+        self.limit.setSpecialValueText("every task")
+        self.limit.setSuffix(" tasks")
+        self.variants = QSpinBox()
+        self.variants.setRange(1, 64)
+        self.variants.setValue(8)
+        self.variants.setSuffix(" per task")
+        self.samples = QSpinBox()
+        self.samples.setRange(1, 16)
+        self.max_tokens = QSpinBox()
+        self.max_tokens.setRange(16, 32_768)
+        self.max_tokens.setValue(256)
+        self.concurrency = QSpinBox()
+        self.concurrency.setRange(1, 64)
+        self.version = QComboBox()
+        grid.addWidget(Field("Per suite", self.limit), 0, 0)
+        variants_field = Field("HV-QA variants", self.variants)
+        grid.addWidget(variants_field, 0, 1)
+        grid.addWidget(Field("Samples", self.samples), 0, 2)
+        grid.addWidget(Field("Max tokens", self.max_tokens), 1, 0)
+        grid.addWidget(Field("Concurrency", self.concurrency), 1, 1)
+        grid.addWidget(Field("Harness version", self.version), 2, 0, 1, 3)
+        self.ifeval = QLineEdit()
+        self.ifeval.setPlaceholderText("input_data.jsonl (default: google/IFEval via datasets)")
+        self.ifeval_field = Field("IFEval prompts", self.ifeval)
+        grid.addWidget(self.ifeval_field, 3, 0, 1, 3)
+        fl.addLayout(grid)
+        self.command = label("", "CodeLine", wrap=True)
+        self.command.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        fl.addWidget(self.command)
+        actions = QHBoxLayout()
+        actions.addStretch(1)
+        self.start_button = button("Run evaluation", "play", "primary", "Run as a background job")
+        actions.addWidget(self.start_button)
+        fl.addLayout(actions)
+        fl.addStretch(1)
+        scroll.setWidget(form)
+        lay.addWidget(scroll)
+
+        right = QVBoxLayout()
+        right.setSpacing(10)
+        self.banner = Banner()
+        right.addWidget(self.banner)
+        self.progress_pane = Pane("No evaluation running")
+        self.bar = QProgressBar()
+        self.bar.setTextVisible(False)
+        self.bar.setFixedHeight(8)
+        self.bar.setRange(0, 1)
+        self.bar.setValue(0)
+        theme.bind(self.bar, lambda w: w.setStyleSheet(themed(PROGRESS_QSS)))  # type: ignore[attr-defined]
+        self.progress_pane.body.addWidget(self.bar)
+        stats = QHBoxLayout()
+        stats.setSpacing(18)
+        self.stat_labels: dict[str, Any] = {}
+        for key, title in (
+            ("done", "Items"),
+            ("passed", "Passed"),
+            ("failed", "Failed"),
+            ("elapsed", "Elapsed"),
+        ):
+            box = QVBoxLayout()
+            box.setSpacing(0)
+            value = label("–", "PageTitle")
+            box.addWidget(value)
+            box.addWidget(label(title, "Faint"))
+            stats.addLayout(box)
+            self.stat_labels[key] = value
+        stats.addStretch(1)
+        self.progress_pane.body.addLayout(stats)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        self.results_button = button("Open results", "eye", "", "Show this run in Results")
+        self.results_button.setEnabled(False)
+        self.stop_button = button(
+            "Stop", "close", "danger", "Stop after the items in flight; resume continues"
+        )
+        self.stop_button.hide()
+        buttons.addWidget(self.results_button)
+        buttons.addWidget(self.stop_button)
+        self.progress_pane.body.addLayout(buttons)
+        right.addWidget(self.progress_pane)
+        self.log_pane = Pane("Latest items")
+        self.log = QListWidget()
+        self.log.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.log_pane.body.addWidget(self.log)
+        right.addWidget(self.log_pane, 1)
+        lay.addLayout(right, 1)
+
+        self._started = 0.0
+        self.picker.changed.connect(self._update)
+        self.server.changed.connect(lambda _v: self._update())
+        self.engine.changed.connect(lambda _v: self._update())
+        for w in (self.base_url, self.model_id, self.ifeval):
+            w.textChanged.connect(lambda _t: self._update())
+        for s in (self.limit, self.variants, self.samples, self.max_tokens, self.concurrency):
+            s.valueChanged.connect(lambda _v: self._update())
+        self.version.currentIndexChanged.connect(lambda _i: self._update())
+        self.fixed_on.currentIndexChanged.connect(lambda _i: self._update())
+        self.start_button.clicked.connect(self.start)
+        self.stop_button.clicked.connect(self.stop)
+        self.progressed.connect(self._show_progress)
+        ctx.opened.connect(self.load_choices)
+        ctx.versionsChanged.connect(self.load_choices)
+        if ctx.store is not None:
+            self.load_choices()
+        self._update()
+
+    # ------------------------------------------------------------------ form
+
+    def load_choices(self) -> None:
+        name = self.ctx.harness_name
+
+        def work(store: Any) -> Any:
+            from studio.logic.eval_view import model_choices
+
+            return model_choices(store), (store.log(name) if name else [])
+
+        def done(result: Any) -> None:
+            choices, versions = result
+            self.picker.set_choices(choices)
+            items = version_items(versions)
+            fill_combo(self.version, items)
+            fill_combo(self.fixed_on, items)
+            self._update()
+
+        self.ctx.run_store(work, on_done=done, label="Reading models")
+
+    def launch(self) -> Any:
+        from studio.logic.eval_view import LaunchRequest
+
+        choice = self.picker.choice()
+        return LaunchRequest(
+            model=choice.key if choice is not None else "",
+            kind=self.picker.kind,
+            adapter=self.picker.adapter.currentData() or None,
+            harness=self.version.currentData(),
+            suites=tuple(k for k, b in self.suite_buttons.items() if b.isChecked()),
+            limit=self.limit.value() or None,
+            variants=self.variants.value(),
+            samples=self.samples.value(),
+            concurrency=self.concurrency.value(),
+            max_tokens=self.max_tokens.value(),
+            server=self.server.value(),
+            engine=self.engine.value(),
+            base_url=self.base_url.text(),
+            model_id=self.model_id.text(),
+            ifeval_path=self.ifeval.text(),
+            fixed_on=self.fixed_on.currentData() if self.picker.kind == "oracle-fixed" else None,
+        )
+
+    def _update(self) -> None:
+        kind = self.picker.kind
+        self.fixed_field.setVisible(kind == "oracle-fixed")
+        self.server_box.setVisible(kind == "model")
+        self.engine.setVisible(self.server.value() == "managed")
+        self.url_box.setVisible(self.server.value() == "url")
+        self.ifeval_field.setVisible(self.suite_buttons["ifeval"].isChecked())
+        self.variants.setEnabled(self.suite_buttons["hv-qa"].isChecked())
+        self.command.setText(self.launch().command())
+        self.url_field.set_error(None)
+        self.suites_error.hide()
+
+    # ------------------------------------------------------------------ running
+
+    @property
+    def running(self) -> bool:
+        return self.job is not None
+
+    def start(self) -> None:
+        if self.running:
+            return
+        from studio.logic.eval_view import RequestError, launch_job
+
+        launch = self.launch()
+        try:
+            launch.validate()
+        except RequestError as exc:
+            if exc.field == "base_url":
+                self.url_field.set_error(exc.message)
+            elif exc.field == "suites":
+                self.suites_error.setText(exc.message)
+                self.suites_error.show()
+            self.banner.show_message("error", f"Cannot start: {exc.message}")
+            return
+        store = self.ctx.store
+        if store is None:
+            return
+        self.banner.hide()
+        try:
+            job = launch_job(store, launch)
+        except Exception as exc:  # a bad request (pydantic, unknown version): shown, not raised
+            self.banner.show_message("error", f"Cannot start: {exc}")
+            return
+        self.begin(job, f"Evaluating {launch.model_name}")
+
+    def begin(self, job: Any, title: str) -> None:
+        """Run `job` (an EvalJob) with this pane's progress (also used by Resume)."""
+        import time
+
+        self.job = job
+        self.result = None
+        self.log.clear()
+        self._started = time.monotonic()
+        self.progress_pane.title.setText(title)
+        self.progress_pane.aside.setText("starting…")
+        self.start_button.setEnabled(False)
+        self.stop_button.setVisible(True)
+        self.stop_button.setEnabled(True)
+        self.results_button.setEnabled(False)
+        self.bar.setRange(0, 0)  # busy until the first progress (a server may be starting)
+        emit = self.progressed.emit
+        self.ctx.jobs.run(
+            job.run, emit, on_done=self._done, on_error=self._failed, label="Evaluating"
+        )
+
+    def stop(self) -> None:
+        if self.job is not None:
+            self.job.stop()
+            self.stop_button.setEnabled(False)
+            self.progress_pane.aside.setText("stopping after the items in flight…")
+
+    def _show_progress(self, p: Any) -> None:
+        import time
+
+        self.last = p
+        self.bar.setRange(0, max(1, p.total))
+        self.bar.setValue(p.done)
+        self.progress_pane.aside.setText(f"{p.done} / {p.total} items")
+        s = self.stat_labels
+        s["done"].setText(f"{p.done} / {p.total}")
+        s["passed"].setText(str(p.passed))
+        s["failed"].setText(str(p.failed))
+        s["elapsed"].setText(duration(time.monotonic() - self._started))
+        if p.last:
+            item = QListWidgetItem(
+                theme.icon("check" if p.last_ok else "close", "success" if p.last_ok else "danger"),
+                p.last,
+            )
+            item.setToolTip(p.last)
+            self.log.insertItem(0, item)
+            while self.log.count() > 200:
+                self.log.takeItem(self.log.count() - 1)
+
+    def _done(self, run: Any) -> None:
+        self.job = None
+        self.result = run
+        self.start_button.setEnabled(True)
+        self.stop_button.hide()
+        self.results_button.setEnabled(True)
+        if self.bar.maximum() == 0:
+            self.bar.setRange(0, 1)
+        status = run.status.value
+        self.progress_pane.title.setText(f"{status.capitalize()} · {run.id}")
+        self.progress_pane.aside.setText(f"{run.done} / {run.total} items")
+        if status == "done":
+            self.ctx.message.emit(
+                "success", f"Evaluation finished: {run.passed}/{run.done} items passed"
+            )
+        elif run.reason:
+            self.banner.show_message(
+                "warning" if status == "stopped" else "error",
+                f"The run {status}: {run.reason}. Its items are stored; Resume continues it.",
+            )
+        self.finished.emit(run)
+
+    def _failed(self, exc: BaseException) -> None:
+        self.job = None
+        self.start_button.setEnabled(True)
+        self.stop_button.hide()
+        self.bar.setRange(0, 1)
+        self.progress_pane.title.setText("Evaluation failed")
+        self.banner.show_message("error", f"Evaluation failed: {exc}")
