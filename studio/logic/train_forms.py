@@ -152,13 +152,16 @@ def form_fields(
             continue
         kind, nullable, choices, single = _kind(info.annotation)
         default = info.get_default(call_default_factory=True)
+        help_text = (info.description or "").strip()
+        if not help_text and choices:
+            help_text = f"One of: {', '.join(choices)}."
         out.append(
             FieldSpec(
                 path=path,
                 title=title_of(name),
                 kind=kind,
                 default=default,
-                help=(info.description or "").strip(),
+                help=help_text,
                 section=_section(name, prefix),
                 nullable=nullable,
                 choices=choices,

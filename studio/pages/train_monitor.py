@@ -333,9 +333,12 @@ class RunMonitor(QWidget):
             self.banner.show_message("error", text)
         elif run.status == "stopped":
             step = f" at step {run.step}" if run.step else ""
-            self.banner.show_message(
-                "warning", f"Stopped{step}: checkpoint and adapter saved. Resume continues it."
+            text = (
+                f"Stopped{step}: checkpoint and adapter saved. Resume continues it."
+                if resumable
+                else f"Stopped{step} before a checkpoint was saved: Restart runs it again."
             )
+            self.banner.show_message("warning", text)
         elif run.status == "cancelled":
             self.banner.show_message("info", f"Cancelled{': ' + first if first else ''}.")
         elif run.status == "done":
