@@ -79,7 +79,8 @@ def tasks() -> tuple[Task, ...]:
 @cache
 def golds() -> tuple[Trajectory, ...]:
     """The oracle's gold under the demo harness for every test task (all 12 categories), plus
-    a hand-written search turn (no task searches) that relies on the `limit` default."""
+    a hand-written search turn (no task searches) that relies on the `limit` default in one
+    call and passes it explicitly in another."""
 
     async def run() -> list[Trajectory]:
         return [(await gold_trajectory(t, demo(), catalog())).trajectory for t in tasks()]
@@ -92,6 +93,8 @@ def golds() -> tuple[Trajectory, ...]:
                 name="search_products",
                 arguments={"query": "earbuds", "category": "electronics", "max_price": 80},
             ),
+            # passes the default explicitly: the inverse must keep it (see Fill)
+            ToolCall(name="search_products", arguments={"query": "cap", "limit": 5}),
         ]
     )
     out.append(Trajectory(viewer_message="any black hoodies?", turns=[search]))
@@ -162,8 +165,8 @@ def variant_problems(before: Harness, after: Harness, mapping: SurfaceMapping) -
     problems += [f"stale in folder text: {n}" for n in Renamer(renamed).find(model_text(after))]
     chain = MappingChain().then(mapping, before.settings.load_skill_tool)
     for gold in golds():
-        forward = chain.forward(gold)
-        if chain.inverse(forward) != gold:
+        forward, fills = chain.remap(gold)
+        if chain.inverse(forward, fills) != gold:
             problems.append(f"inverse differs for {gold.viewer_message!r}")
         for turn in forward.turns:
             for call in turn.tool_calls:

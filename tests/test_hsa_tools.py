@@ -17,12 +17,16 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from core.harness.models import Harness
+from core.harness.models import Harness, SkillKind
+from core.hsa.augment import augment_variant
 from core.hsa.mapping import MappingChain
+from core.hsa.policy import Policy
 from core.hsa.text import Renames, apply_renames
 from core.hsa.transform import BankName, Dimension, Skip, load_bank, transforms
-from core.runtime.trajectory import ToolCall
+from core.runtime.trajectory import AssistantTurn, ToolCall, Trajectory
 from core.sim.graders import grade
 from core.sim.oracle import gold_trajectory, task_harness
 from core.sim.room import LiveRoom
@@ -155,6 +159,77 @@ def test_changed_default_is_passed_explicitly_and_reaches_the_binding() -> None:
     assert str(limit["default"]) in limit["description"]
     assert limit["description"].lower().count("default") == 1
     assert m2.explicit_defaults["search_products"]["limit"] != 5
+
+
+LIMIT_CHOICES = st.sampled_from(["omit", "old", "other"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    limits=st.lists(LIMIT_CHOICES, min_size=1, max_size=5),
+    seeds=st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=3),
+    renames=st.lists(st.booleans(), min_size=3, max_size=3),
+)
+def test_inverse_is_exact_whatever_the_gold_passes_for_a_changed_default(
+    limits: list[str], seeds: list[int], renames: list[bool]
+) -> None:
+    """A call that relies on the old default and one that passes it explicitly look the same
+    after the forward mapping (both pass it); the remap records which defaults it filled in,
+    so the inverse gives each back exactly, through chains of default changes and parameter
+    renames. Every call still means the same to the binding."""
+    harness, chain = demo(), MappingChain()
+    change, rename = by_name("tool_change_defaults"), by_name("tool_param_rename_random")
+    for i, seed in enumerate(seeds):
+        steps = [change, rename] if renames[i] else [change]
+        for transform in steps:
+            out, mapping = transform(harness, random.Random(seed), load_bank(BankName.TRAIN))
+            chain = chain.then(mapping, harness.settings.load_skill_tool)
+            harness = out
+    values = {"omit": None, "old": 5, "other": 9}
+    calls = []
+    for n, choice in enumerate(limits):
+        args: dict[str, object] = {"query": f"item {n}"}
+        if values[choice] is not None:
+            args["limit"] = values[choice]
+        calls.append(ToolCall(name="search_products", arguments=args))
+    gold = Trajectory(viewer_message="any caps?", turns=[AssistantTurn(tool_calls=calls)])
+    remapped, fills = chain.remap(gold)
+    assert chain.inverse(remapped, fills) == gold
+    assert len(fills) == sum(1 for c in limits if c == "omit") or len(seeds) > 1
+    before = demo().tool("search_products")
+    after = harness.tool(chain.tool("search_products"))
+    assert before is not None and after is not None
+    for old, new in zip(calls, remapped.turns[0].tool_calls, strict=True):
+        assert after.binding_arguments(new.arguments) == before.binding_arguments(old.arguments)
+
+
+def test_augment_keeps_a_default_change_when_the_gold_passes_the_old_default() -> None:
+    """Regression: augment used to drop tool_change_defaults (its inverse check failed) for a
+    gold that passes the old default explicitly; now the remap's fills make it exact."""
+    reply_skill = next(s.name for s in demo().skills if s.kind is SkillKind.REPLY)
+    gold = Trajectory(
+        viewer_message="any caps under 20?",
+        turns=[
+            AssistantTurn(
+                tool_calls=[ToolCall(name="load_skill", arguments={"name": reply_skill})]
+            ),
+            AssistantTurn(
+                tool_calls=[
+                    ToolCall(name="search_products", arguments={"query": "cap", "limit": 5}),
+                    ToolCall(name="search_products", arguments={"query": "hat"}),
+                ]
+            ),
+            AssistantTurn(content="We have a few caps, take a look at the list."),
+        ],
+    )
+    policy = Policy("train", "light", ["tool_schemas"])
+    applied = 0
+    for seed in range(40):
+        out = augment_variant(demo(), gold, policy, seed)
+        assert "tool_change_defaults" not in [name for name, _ in out.dropped], out.dropped
+        assert out.inverse() == gold
+        applied += "tool_change_defaults" in out.variant.applied
+    assert applied >= 1
 
 
 def test_optional_params_are_optional_and_default_free() -> None:
