@@ -1,0 +1,226 @@
+"""The harness-change gate: two stored harness versions, the flips between them, grouped by
+the changed components, with the score change and its interval.
+
+For determinism the "model" here is the simulator's oracle (`core.sim.oracle.OracleClient`, a
+real ChatClient driven through the real agent loop, room and graders) rather than the served
+135M model, whose answers are mostly wrong under any harness. Two oracles:
+- `oracle_clients(catalog)`: harness-aware (reads each item's harness): an edit that keeps
+  the task answerable changes nothing for it;
+- `oracle_clients(catalog, memorised=V1)`: fixed on V1's names, a stand-in for a model
+  fine-tuned on one harness that keeps calling a renamed tool by its old name.
+A third double, `_PromptSensitive`, answers nothing when the system prompt carries a marker,
+to make flips that only a prompt edit can explain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from core.eval.api import EvalError, EvalItem, Suite, impact, list_eval_runs
+from core.eval.impact import changes_between, report_markdown
+from core.eval.runner import oracle_clients
+from core.harness.demo import load_demo_harness
+from core.harness.models import Harness
+from core.runtime.client import ChatClient, Message, ModelReply
+from core.sim.catalog import load_catalog
+from core.sim.expect import plan_task
+from core.sim.surface import HarnessSurface
+from core.sim.tasks import load_suite
+from core.store import Store
+
+RENAMED = "tool check_stock -> stock_lookup (renamed)"
+
+
+@pytest.fixture
+def store(hat_home: Path) -> Iterator[Store]:
+    s = Store.open(hat_home / "hat.db")
+    yield s
+    s.close()
+
+
+def versions(store: Store) -> tuple[str, str, Harness]:
+    """V1: the demo harness; V2: the same with check_stock renamed to stock_lookup."""
+    original = load_demo_harness()
+    v1 = store.commit(original, "demo")
+    edited = original.model_copy(deep=True)
+    tool = edited.tool("check_stock")
+    assert tool is not None
+    tool.name = "stock_lookup"
+    v2 = store.commit(edited, "rename check_stock")
+    return v1.id, v2.id, original
+
+
+def test_rename_breaks_a_memorised_model_and_flips_group_under_the_tool(store: Store) -> None:
+    v1, v2, original = versions(store)
+    catalog = load_catalog()
+    fixed = oracle_clients(catalog, memorised=original)
+    report = impact(
+        store, "oracle-v1", v1, v2, suites=[Suite.LS_QA], limit=18, client_factory=fixed
+    )
+    assert report.paired == 18 and report.reused == []
+    assert report.flips and report.fixed == 0 and report.broke == len(report.flips)
+    assert report.score_from == 1.0 and report.delta < 0
+    low, high = report.delta_ci
+    assert low <= report.delta <= high < 0
+    assert report.pass_delta == pytest.approx(-report.broke / 18)
+    # every flip is a task that needs the renamed tool, grouped under the rename
+    tasks = {t.id: t for t in load_suite("ls-qa")}
+    top = report.groups[0]
+    assert top.change is not None and top.change.label == RENAMED
+    assert {f.key for f in top.flips} == {f.key for f in report.flips}
+    for flip in report.flips:
+        assert flip.components == (RENAMED,)
+        bindings = {s.binding for s in plan_task(tasks[flip.key[1]], catalog).required()}
+        assert "sim.check_stock" in bindings
+        assert flip.before.passed and not flip.after.passed
+    # items whose task does not need the tool did not flip
+    assert report.broke < report.paired
+    text = report_markdown(report)
+    assert RENAMED in text and "95% CI" in text
+    data = report.to_dict()
+    assert data["broke"] == report.broke and data["groups"][0]["component"] == RENAMED
+
+    # a harness-aware model is not hurt by the rename: no flips, zero change
+    aware = impact(
+        store,
+        "oracle",
+        v1,
+        v2,
+        suites=[Suite.LS_QA],
+        limit=18,
+        client_factory=oracle_clients(catalog),
+    )
+    assert aware.flips == [] and aware.delta == 0 and aware.score_to == 1.0
+
+
+def test_stored_runs_are_reused_and_reverse_flips_are_fixes(store: Store) -> None:
+    v1, v2, original = versions(store)
+    fixed = oracle_clients(load_catalog(), memorised=original)
+    first = impact(store, "oracle-v1", v1, v2, suites=[Suite.LS_QA], limit=9, client_factory=fixed)
+    runs = len(list_eval_runs(store))
+    assert runs == 2
+
+    calls: list[str] = []
+
+    def counting(item: EvalItem, harness: Harness, surface: HarnessSurface) -> ChatClient:
+        calls.append(item.task_id)
+        client: ChatClient = fixed(item, harness, surface)
+        return client
+
+    again = impact(
+        store, "oracle-v1", v1, v2, suites=[Suite.LS_QA], limit=9, client_factory=counting
+    )
+    assert calls == [] and len(list_eval_runs(store)) == runs
+    assert again.reused == [first.from_run, first.to_run]
+    assert [f.key for f in again.flips] == [f.key for f in first.flips]
+
+    back = impact(
+        store, "oracle-v1", v2, v1, suites=[Suite.LS_QA], limit=9, client_factory=counting
+    )
+    assert calls == [] and back.from_run == first.to_run
+    assert back.fixed == first.broke > 0 and back.broke == 0
+    assert back.delta == pytest.approx(-first.delta)
+
+    # another limit is another request: new runs
+    impact(store, "oracle-v1", v1, v2, suites=[Suite.LS_QA], limit=3, client_factory=counting)
+    assert len(calls) == 6 and len(list_eval_runs(store)) == runs + 2
+
+
+class _PromptSensitive:
+    """The oracle, except that it answers nothing when the system prompt has a marker."""
+
+    def __init__(self, oracle: ChatClient) -> None:
+        self.oracle = oracle
+
+    async def complete(
+        self, messages: Sequence[Message], *, tools: Any = None, on_delta: Any = None
+    ) -> ModelReply:
+        if "NEVER ANSWER" in str(messages[0].get("content", "")):
+            return ModelReply(content="")
+        return await self.oracle.complete(messages, tools=tools, on_delta=on_delta)
+
+
+def test_prompt_only_change_owns_the_flips_it_alone_explains(store: Store) -> None:
+    original = load_demo_harness()
+    v1 = store.commit(original, "demo").id
+    edited = original.model_copy(deep=True)
+    section = next(s for s in edited.prompt.sections if s.id == "rules")
+    section.template = (section.template or "") + "\nNEVER ANSWER.\n"
+    v2 = store.commit(edited, "a new rule").id
+    changes = changes_between(store, v1, v2)
+    assert [c.label for c in changes] == ["prompt rules (modified)"]
+    inner = oracle_clients(load_catalog())
+    report = impact(
+        store,
+        "sensitive",
+        v1,
+        v2,
+        suites=[Suite.LS_QA],
+        limit=3,
+        client_factory=lambda item, h, s: _PromptSensitive(inner(item, h, s)),
+    )
+    assert report.broke == 3
+    assert all(f.components == ("prompt rules (modified)",) for f in report.flips)
+    assert all((f.after.reason or "").startswith("empty_output") for f in report.flips)
+
+
+def test_renamed_skill_is_one_change(store: Store) -> None:
+    original = load_demo_harness()
+    v1 = store.commit(original, "demo").id
+    edited = original.model_copy(deep=True)
+    skill = edited.skill("coupon-push")
+    assert skill is not None
+    skill.name = "coupon-nudge"
+    v2 = store.commit(edited, "rename a skill").id
+    labels = [c.label for c in changes_between(store, v1, v2)]
+    assert "skill coupon-push -> coupon-nudge (renamed)" in labels
+    assert not any(label.endswith("(added)") or label.endswith("(removed)") for label in labels)
+
+
+def test_bad_refs_and_suites(store: Store) -> None:
+    v1, v2, _ = versions(store)
+    with pytest.raises(EvalError, match="harness version"):
+        impact(store, "m", v1, "no-such-label", client_factory=oracle_clients(load_catalog()))
+    with pytest.raises(EvalError, match="IFEval"):
+        impact(store, "m", v1, v2, suites=[Suite.IFEVAL])
+    assert list_eval_runs(store) == []
+
+
+def test_cli_impact(hat_home: Path) -> None:
+    from core.cli.main import app
+
+    with Store.open(hat_home / "hat.db") as store:
+        v1, v2, _ = versions(store)
+        store.tag("production", v1)
+        store.tag("staging", v2)
+    runner = CliRunner()
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "impact",
+            "--from",
+            "production",
+            "--to",
+            "staging",
+            "--oracle",
+            "--limit",
+            "9",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = __import__("json").loads(result.output[result.output.index("{") :])
+    assert data["broke"] > 0 and data["groups"][0]["component"] == RENAMED
+    text = runner.invoke(
+        app,
+        ["eval", "impact", "--from", "production", "--to", "staging", "--oracle", "--limit", "9"],
+    )
+    assert text.exit_code == 0 and RENAMED in text.output
+    bad = runner.invoke(app, ["eval", "impact", "--from", "nope", "--to", "staging"])
+    assert bad.exit_code == 1 and "harness version" in bad.output
