@@ -297,9 +297,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         try:
             monitor: Any = TrainPageMonitor(win, run_id, proc)
             result["monitor"] = "Train page RunMonitor"
-        except (ImportError, AttributeError, KeyError):
+        except Exception as exc:  # no Train page here (or another version of it)
             monitor = MiniMonitor(home / "runs" / run_id, jobs())
-            result["monitor"] = "minimal (no Train page in this checkout)"
+            result["monitor"] = f"minimal ({type(exc).__name__}: {exc})"
         monitor.start()
         deltas = [0]
         column = page.columns["A"]

@@ -541,6 +541,8 @@ def test_multi_turn_request_shows_cards_and_latency(
                     page.ask(message, task=task)
                     await _until(lambda: not page.busy)
                 await asyncio.sleep(0.3)
+                column.show_turn(column.turns[-1])
+                await asyncio.sleep(0.2)
                 _grab(win, "chat-cards.png")
 
         _run_qasync(qapp, scenario, 1400)
@@ -599,6 +601,9 @@ def test_ab_two_harness_versions_fill_both_columns(
                 page.ask("hello from Seattle :)")
                 await _until(lambda: not page.busy)
                 await asyncio.sleep(0.3)
+                for column in page.columns.values():
+                    column.show_turn(column.turns[-1])
+                await asyncio.sleep(0.2)
                 _grab(win, "chat-ab.png")
 
         _run_qasync(qapp, scenario, 1400)

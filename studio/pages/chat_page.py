@@ -143,6 +143,7 @@ class ChatPage(QWidget):
         for key, panel in self.servers.items():
             panel.endpointChanged.connect(lambda ep, k=key: self._endpoint_changed(k, ep))
             panel.stateChanged.connect(lambda _s: self._refresh_headers())
+            panel.modelsChanged.connect(self._reload_models)
             col.addWidget(panel)
 
         # ---- harness and generation
@@ -286,13 +287,27 @@ class ChatPage(QWidget):
     # ------------------------------------------------------------------ workspace
 
     def _on_opened(self) -> None:
-        if self._loaded:
-            return
-        self._loaded = True
-        for panel in self.servers.values():
-            panel.load_models()
+        """A workspace opened (also after switching workspace): reload what comes from it."""
+        for key, lane in self.lanes.items():
+            if lane.store is not self.ctx.store:
+                lane.store = self.ctx.store
+                lane.reset()
+                self.columns[key].add_divider("New conversation  ·  workspace changed")
+        self._reload_models()
         self._load_harnesses()
-        self.load_presets(0)
+        if not self._loaded:
+            self._loaded = True
+            self.load_presets(0)
+
+    def _reload_models(self) -> None:
+        for panel in self.servers.values():
+            if panel.state not in ("starting", "running"):
+                panel.load_models()
+
+    def showEvent(self, event: Any) -> None:
+        if self._loaded:  # training may have registered adapters meanwhile
+            self._reload_models()
+        super().showEvent(event)
 
     def _load_harnesses(self) -> None:
         from core.serving.chat_lane import harness_choices

@@ -50,6 +50,8 @@ STATES = {
 
 class ServerPanel(QFrame):
     stateChanged = Signal(str)
+    modelsChanged = Signal()
+    """The registry changed here (the demo model was added)."""
     endpointChanged = Signal(object)
     """The endpoint requests should use now (None while there is none)."""
 
@@ -204,7 +206,7 @@ class ServerPanel(QFrame):
         def done(_result: Any) -> None:
             self.add_demo.setText("Add the demo model")
             self.add_demo.setEnabled(True)
-            self.load_models()
+            self.modelsChanged.emit()
 
         def failed(exc: BaseException) -> None:
             done(None)
