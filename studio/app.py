@@ -1,6 +1,10 @@
 """`hat-studio`: the desktop application entry point.
 
-    hat-studio [--home FOLDER] [--theme light|dark]
+    hat-studio [--home FOLDER] [--theme light|dark] [--smoke]
+
+`--smoke` opens the main window, waits until the workspace has opened (database migrated, demo
+harness loaded), prints the window title and exits 0 (1 when the workspace fails to open, 3
+after 120 s): the packaged build's start-up check (tests/test_packaging.py).
 
 Start-up order, tuned so the window paints fast (benchmarks/studio_bench.py): Qt only, then
 the single-instance lock of the home folder, then the window; the workspace (database, harness
@@ -23,6 +27,9 @@ def create_app(argv: list[str] | None = None) -> Any:
     app.setApplicationName("HAT Studio")
     app.setOrganizationName("hat-studio")
     app.setApplicationDisplayName("HAT Studio")
+    # The Wayland app id and the match for packaging/hat-studio.desktop (X11 matches its
+    # StartupWMClass against WM_CLASS, whose class part is the application name).
+    app.setDesktopFileName("hat-studio")
     return app
 
 
@@ -60,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--theme", choices=["light", "dark"], help="colour theme (default: the last one used)"
     )
+    parser.add_argument(
+        "--smoke", action="store_true", help="open the window and workspace, print, exit"
+    )
     args = parser.parse_args(argv)
     try:
         from PySide6.QtWidgets import QMessageBox
@@ -83,7 +93,31 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     window = create_window(home, theme_name=args.theme, guard=guard)
     window.show()
-    return run_event_loop(app)
+    smoke = _smoke(app, window) if args.smoke else None
+    code = run_event_loop(app)
+    return smoke[0] if smoke else code
+
+
+def _smoke(app: Any, window: Any, timeout_s: float = 120.0) -> list[int]:
+    """Quit once the workspace opened (code 0), failed (1) or after `timeout_s` (3), saying
+    so; the returned list receives the code."""
+    import time
+
+    from PySide6.QtCore import QTimer
+
+    started = time.monotonic()
+    title = window.windowTitle().replace("[*]", "")
+    result = [3]
+
+    def finish(code: int, what: str) -> None:
+        print(f"smoke: {title!r} {what} ({time.monotonic() - started:.2f} s)", flush=True)
+        result[0] = code
+        app.quit()
+
+    window.ctx.opened.connect(lambda: finish(0, "shown, workspace opened"))
+    window.ctx.openFailed.connect(lambda message: finish(1, f"workspace failed: {message}"))
+    QTimer.singleShot(int(timeout_s * 1000), lambda: finish(3, "timed out"))
+    return result
 
 
 def run_event_loop(app: Any) -> int:

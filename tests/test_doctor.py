@@ -23,7 +23,8 @@ from typer.testing import CliRunner
 
 from core.cli.main import app
 from core.doctor import GIB, DoctorOptions, Report, Status, migrate_database, pythons, run_doctor
-from core.doctor.checks import _gpu_result, check_database, check_home, schema_state
+from core.doctor.envs import gpu_result
+from core.doctor.local import check_database, check_home, schema_state
 from core.doctor.probe import ProbeResult, probe
 from core.models import DEMO_MODEL_NAME, add_folder
 from core.store import Store
@@ -121,7 +122,7 @@ def test_missing_home_that_can_be_created_is_information(tmp_path: Path) -> None
 
 
 _CHECK_HOME = (
-    "import json, sys; from pathlib import Path; from core.doctor.checks import check_home; "
+    "import json, sys; from pathlib import Path; from core.doctor.local import check_home; "
     "r = check_home(Path(sys.argv[1])); print(json.dumps(r.to_json()))"
 )
 
@@ -416,22 +417,22 @@ _H200 = {
 def test_gpu_report_from_nvml_answers() -> None:
     """Hand-written NVML answers: this machine has no NVIDIA GPU, so what the probe returns on
     one (same keys as `PROBE` prints) is written out here."""
-    ok = _gpu_result(_nvml(_H200, {"built": "12.8", "available": True}), "/env/python")
+    ok = gpu_result(_nvml(_H200, {"built": "12.8", "available": True}), "/env/python")
     assert ok.status is Status.OK
     assert ok.summary == "1 GPU(s), driver 570.86, CUDA 12.8"
     assert ok.details[0] == "GPU 0: NVIDIA H200, 141 GiB (0.0 GiB used)"
-    cpu_torch = _gpu_result(_nvml(_H200, {"built": None, "available": False}), "/env/python")
+    cpu_torch = gpu_result(_nvml(_H200, {"built": None, "available": False}), "/env/python")
     assert cpu_torch.status is Status.WARN and "CPU build" in cpu_torch.summary
     assert cpu_torch.fix.startswith("/env/python -m pip install --force-reinstall")
     no_driver = _nvml({"available": False, "reason": "no-driver", "error": "NVMLError"})
-    assert _gpu_result(no_driver, "/env/python").status is Status.INFO
+    assert gpu_result(no_driver, "/env/python").status is Status.INFO
 
 
 def test_gpu_on_this_machine_is_never_a_failure(hat_home: Path) -> None:
     """The real NVML probe through this interpreter (nvidia-ml-py is in the training extra)."""
     result = probe(sys.executable, [], quick=True, nvml=True, timeout_s=60)
     assert result.nvml is not None
-    gpu = _gpu_result(result, sys.executable)
+    gpu = gpu_result(result, sys.executable)
     if shutil.which("nvidia-smi") is None:
         assert gpu.status is Status.INFO and gpu.summary.startswith("CPU only")
     else:  # pragma: no cover - GPU machines
