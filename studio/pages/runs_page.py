@@ -71,6 +71,7 @@ class RunsPage(QWidget):
         self.ctx = ctx
         self.hub = run_hub(ctx)
         self.items: dict[str, QTreeWidgetItem] = {}
+        self._order: list[str] = []
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
@@ -126,7 +127,7 @@ class RunsPage(QWidget):
         self._clock.setInterval(1000)
         self._clock.timeout.connect(self._tick)
         self._clock.start()
-        theme.bind(self, lambda _w: self.reload())
+        theme.bind(self, lambda _w: self._recolor())
         if self.hub.attached:
             self.reload()
 
@@ -135,6 +136,12 @@ class RunsPage(QWidget):
     def reload(self) -> None:
         runs = self.hub.runs
         current = self.monitor.run_id
+        if runs and [r.id for r in runs] == self._order:
+            for run in runs:  # same runs: update the rows in place (selection, scroll kept)
+                self._fill(self.items[run.id], run)
+            self._count(runs)
+            return
+        self._order = [r.id for r in runs]
         self.tree.blockSignals(True)
         self.tree.clear()
         self.items.clear()
@@ -153,15 +160,20 @@ class RunsPage(QWidget):
         self.tree.blockSignals(False)
         self.empty.setVisible(not runs)
         self.tree.setVisible(bool(runs))
+        self._count(runs)
+        if current and current in self.items:
+            self.tree.setCurrentItem(self.items[current])
+        elif runs:  # nothing selected yet, or another workspace's run
+            self.select(runs[0].id)
+        else:
+            self.monitor.show_run(None)
+
+    def _count(self, runs: list[RunRecord]) -> None:
         running = sum(r.status == "running" for r in runs)
         self.count.setText(
             f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
             + (f" · {running} running" if running else "")
         )
-        if current and current in self.items:
-            self.tree.setCurrentItem(self.items[current])
-        elif current is None and runs:
-            self.select(runs[0].id)
 
     def _fill(self, item: QTreeWidgetItem, run: RunRecord) -> None:
         from core.train.monitor import duration_s, format_duration, model_of
@@ -184,6 +196,11 @@ class RunsPage(QWidget):
         if run.reason:
             item.setToolTip(2, run.reason.splitlines()[0])
         self.items[run.id] = item
+
+    def _recolor(self) -> None:
+        for run in self.hub.runs:
+            if run.id in self.items:
+                self._fill(self.items[run.id], run)
 
     def _tick(self) -> None:
         """Running durations move on between polls."""

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from studio.context import StudioContext
 
 POLL_MS = 500
+LIST_EVERY = 10
+"""Ticks between two reads of the run list (runs started elsewhere, e.g. by `hat train`)."""
 
 
 @dataclass
@@ -74,6 +76,7 @@ class RunHub(QObject):
         self._poller = Jobs(self, workers=1)
         self._in_flight = False
         self._list_due = True
+        self._ticks = 0
         self._timer = QTimer(self)
         self._timer.setInterval(POLL_MS)
         self._timer.timeout.connect(self.tick)
@@ -157,6 +160,9 @@ class RunHub(QObject):
         store = self.ctx.store
         if self._in_flight or store is None:
             return
+        self._ticks += 1
+        if self._ticks % LIST_EVERY == 0:
+            self._list_due = True
         live = [(rid, e.tracker) for rid, e in self.followed.items() if e.live]
         want_list = self._list_due
         if not live and not want_list:
@@ -193,8 +199,15 @@ class RunHub(QObject):
             status_changed |= self._apply(entry, update)
             self.updated.emit(run_id)
         if runs is not None:
+            changed = [(r.id, r.status, r.step) for r in runs] != [
+                (r.id, r.status, r.step) for r in self.runs
+            ]
             self.runs = runs
-            self.runsChanged.emit()
+            for run in runs:  # started elsewhere (hat train ...) while the studio is open
+                if run.status == "running" and run.id not in self.followed:
+                    self.follow(run.id)
+            if changed:
+                self.runsChanged.emit()
         elif status_changed:
             self._list_due = True
             QTimer.singleShot(0, self.tick)

@@ -66,6 +66,19 @@ def chart_of(series: str) -> str | None:
     return None
 
 
+def _progress(line: str) -> bool:
+    """A progress-bar line of the log (not worth a place in the failure banner)."""
+    return "█" in line or "it/s]" in line or "/s]" in line or line.rstrip().endswith("%|")
+
+
+BAR_COLORS = {
+    "failed": "danger",
+    "stopped": "warning",
+    "cancelled": "text-faint",
+    "done": "success",
+}
+
+
 def status_chip(status: str) -> QLabel:
     return chip(status, STATUS_CHIPS.get(status, "neutral"))
 
@@ -82,6 +95,9 @@ class RunMonitor(QWidget):
         self.hub = hub
         self.run_id: str | None = None
         self.status_text = ""
+        self._header_key: tuple[Any, ...] | None = None
+        self._bar_colour = "accent"
+        self._gpu_key: list[Any] | None = None
         self._rendered: dict[str, int] = {}
         self._log_shown = 0
         self._source: str | None = None
@@ -213,6 +229,8 @@ class RunMonitor(QWidget):
         self._log_shown = 0
         self._source = None
         self._config_for = None
+        self._header_key = None
+        self._gpu_key = None
         self.log.clear()
         self.config_view.clear()
         self.details.clear()
@@ -277,6 +295,13 @@ class RunMonitor(QWidget):
     def _render_header(self, run: RunRecord, entry: Followed) -> None:
         from core.train.monitor import can_restart, can_resume, model_of
 
+        key = (
+            run.id, run.status, run.reason, run.step, entry.error, self.hub.env is not None,
+            entry.state.info.get("device"), tuple((c.id, c.status) for c in entry.children),
+        )  # fmt: skip
+        if key == self._header_key:
+            return
+        self._header_key = key
         clear_layout(self.chips)
         self.chips.addWidget(chip(STAGE_NAMES.get(run.stage, run.stage), "neutral"))
         status = status_chip(run.status)
@@ -326,7 +351,7 @@ class RunMonitor(QWidget):
                 if resumable
                 else " Restart runs it again from the start (no checkpoint was saved)."
             )
-            tail = "\n".join(reason.splitlines()[1:][-4:])
+            tail = "\n".join([ln for ln in reason.splitlines()[1:] if not _progress(ln)][-3:])
             text = f"Failed: {first or 'no reason recorded'}.{hint}"
             if tail:
                 text += "\n" + tail
@@ -359,9 +384,16 @@ class RunMonitor(QWidget):
         self.step_label.setText(f"step {step} / {total}" if total else f"step {step}")
         fraction = (step / total) if total else 0.0
         self.bar.setValue(int(max(0.0, min(1.0, fraction)) * 1000))
+        colour = BAR_COLORS.get(run.status, "accent")
+        if colour != self._bar_colour:
+            self._bar_colour = colour
+            self._style_bar()
         self._tick_times()
         speed = state.tokens_per_s
         self.speed_label.setText(f"{speed:,.0f} tok/s" if speed else "")
+        if state.gpu_memory == self._gpu_key:
+            return
+        self._gpu_key = list(state.gpu_memory)
         clear_layout(self.gpu_row)
         if state.gpu_memory:
             self.gpu_row.addWidget(label("GPU memory", "FieldLabel"))
@@ -405,6 +437,9 @@ class RunMonitor(QWidget):
             legend = LEGENDS.get(name, name.split("/", 1)[-1])
             self.charts[key].set_series(name, data.xs, data.ys, legend=legend)
             self._rendered[name] = data.version
+        resumes = sorted(set(entry.state.resumes))
+        for key in self._chart_keys:
+            self.charts[key].set_markers(resumes, "resumed from this step's checkpoint")
 
     def _layout_charts(self, keys: tuple[str, ...]) -> None:
         for chart in self.charts.values():
@@ -428,6 +463,10 @@ class RunMonitor(QWidget):
         else:
             self.log.appendPlainText("\n".join(lines[-new:]))
         self._log_shown = state.log_total
+        self._log_to_end()
+        QTimer.singleShot(0, self._log_to_end)  # once the new text is laid out
+
+    def _log_to_end(self) -> None:
         bar = self.log.verticalScrollBar()
         bar.setValue(bar.maximum())
 
@@ -469,6 +508,7 @@ class RunMonitor(QWidget):
         self.bar.setStyleSheet(
             f"QProgressBar {{ background: {theme.color('surface-sunken')}; border: none;"
             " border-radius: 4px; }"
-            f"QProgressBar::chunk {{ background: {theme.color('accent')}; border-radius: 4px; }}"
+            f"QProgressBar::chunk {{ background: {theme.color(self._bar_colour)};"
+            " border-radius: 4px; }"
         )
         repolish(self.bar)

@@ -654,7 +654,11 @@ class TrainPage(QWidget):
 
     def _runs_changed(self) -> None:
         """On opening: show the newest running run (or the newest run) in the monitor."""
-        if self.monitor.run_id is not None or not self.hub.runs:
+        ids = {r.id for r in self.hub.runs}
+        if self.monitor.run_id in ids:
+            return
+        if not self.hub.runs:
+            self.monitor.show_run(None)
             return
         running = [r for r in self.hub.runs if r.status == "running" and r.parent is None]
         target = running[0] if running else self.hub.runs[0]

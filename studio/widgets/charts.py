@@ -11,7 +11,9 @@ studio theme (light / dark).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -44,6 +46,22 @@ def format_value(value: float) -> str:
     return f"{value:.4g}"
 
 
+class StepAxis(pg.AxisItem):
+    """An x axis of optimizer steps: whole numbers only (no 1.5 between steps 1 and 2)."""
+
+    def tickValues(self, minVal: float, maxVal: float, size: float) -> list[Any]:
+        levels = []
+        for spacing, values in super().tickValues(minVal, maxVal, size):
+            if spacing >= 1:
+                levels.append((spacing, [v for v in values if float(v).is_integer()]))
+        if not levels and maxVal - minVal < 50:
+            levels = [(1.0, [float(v) for v in range(math.ceil(minVal), math.floor(maxVal) + 1)])]
+        return levels
+
+    def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
+        return [str(round(v)) for v in values]
+
+
 class MetricChart(QFrame):
     """A titled chart card with one curve per series and the latest value in the corner."""
 
@@ -70,7 +88,7 @@ class MetricChart(QFrame):
         self.latest = label("", "Faint")
         head.addWidget(self.latest)
         lay.addLayout(head)
-        self.plot = pg.PlotWidget()
+        self.plot = pg.PlotWidget(axisItems={"bottom": StepAxis(orientation="bottom")})
         self.plot.setMinimumHeight(140)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
@@ -80,6 +98,8 @@ class MetricChart(QFrame):
         item.getViewBox().setMouseEnabled(x=True, y=False)
         self.plot.setFrameShape(QFrame.Shape.NoFrame)
         self.legend: pg.LegendItem | None = None
+        self.markers: list[pg.InfiniteLine] = []
+        self._marker_xs: list[float] = []
         lay.addWidget(self.plot, 1)
         self.empty = label(empty_text, "Faint")
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -130,6 +150,23 @@ class MetricChart(QFrame):
         else:
             self.plot.enableAutoRange(axis="y")
 
+    def set_markers(self, xs: Sequence[float], tip: str = "") -> None:
+        """Dashed vertical lines at `xs` (where a run was resumed); redrawn only on change."""
+        if list(xs) == self._marker_xs:
+            return
+        for line in self.markers:
+            self.plot.removeItem(line)
+        self.markers = []
+        for x in xs:
+            line = pg.InfiniteLine(pos=x, angle=90, movable=False, pen=self._marker_pen())
+            line.setToolTip(tip)
+            self.plot.addItem(line)
+            self.markers.append(line)
+        self._marker_xs = list(xs)
+
+    def _marker_pen(self) -> Any:
+        return pg.mkPen(theme.color("text-faint"), width=1, style=Qt.PenStyle.DashLine)
+
     def point_count(self, name: str) -> int:
         curve = self.curves.get(name)
         if curve is None or curve.xData is None:
@@ -148,6 +185,7 @@ class MetricChart(QFrame):
             if scene is not None:
                 scene.removeItem(self.legend)
             self.legend = None
+        self.set_markers([])
         self.latest.setText("")
         self.empty.setVisible(True)
 
@@ -184,6 +222,8 @@ class MetricChart(QFrame):
             axis.setTextPen(text_pen)
             axis.setStyle(tickFont=font, tickLength=-4)
         item.getAxis("left").setWidth(44)
+        for line in self.markers:
+            line.setPen(self._marker_pen())
         for index, curve in enumerate(self.curves.values()):
             color = series_color(index)
             curve.setPen(pg.mkPen(color, width=2))
