@@ -621,6 +621,11 @@ class FlipRow:
     reason: str
 
 
+COMPONENT_RANK = {"tool": 0, "skill": 1, "hook": 2, "prompt": 3, "manifest": 4}
+"""Ties in flip counts list the most specific change first (a renamed tool before the skill
+text that mentions it)."""
+
+
 def impact_groups(report: ImpactReport) -> list[GroupRow]:
     """Groups with flips first (most broken first), then the changed components no flip
     touched (so every change of the diff is listed)."""
@@ -650,7 +655,9 @@ def impact_groups(report: ImpactReport) -> list[GroupRow]:
         if c.label not in seen:
             name = c.name if c.old_name is None else f"{c.old_name} → {c.name}"
             rows.append(GroupRow(c.label, c.component, name, c.change, 0, 0, []))
-    rows.sort(key=lambda r: (-(r.broke + r.fixed), -r.broke, r.component == "", r.label))
+    rows.sort(
+        key=lambda r: (-(r.broke + r.fixed), -r.broke, COMPONENT_RANK.get(r.component, 5), r.label)
+    )
     return rows
 
 

@@ -1,0 +1,318 @@
+"""The studio's Evaluate page: a tiny suite run against a real `transformers serve` with the
+demo model and its results table; oracle runs (the simulator's oracle is a client the
+evaluation API takes by injection: deterministic and instant, so the statistics, the variant
+plot, stop/resume and the impact gate can be checked exactly); the harness-change impact view
+between two stored versions with click-through to the traces. Plus the Qt-free logic.
+
+GUI tests run offscreen with the real store in the test's HAT_HOME; waits spin a real
+QEventLoop (tests/studio_helpers.py) so the worker threads run at full speed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.eval.results import EvalResult, ResultStatus, Suite
+from studio.logic.eval_view import (
+    ImpactLaunch,
+    LaunchRequest,
+    RequestError,
+    fixed_name,
+    item_rows,
+)
+from tests.studio_helpers import spin, wait_until  # sets QT_QPA_PLATFORM=offscreen
+
+
+def idle(timeout: float = 60) -> None:
+    from studio.jobs import jobs
+
+    for _ in range(2):
+        spin(10)
+        wait_until(lambda: jobs().running == 0, timeout=timeout)
+    spin(10)
+
+
+@pytest.fixture
+def studio(qapp, hat_home: Path):  # type: ignore[no-untyped-def]
+    from studio.app import create_window
+    from studio.jobs import reset_jobs
+    from studio.workspace import InstanceGuard
+
+    guard = InstanceGuard(hat_home)
+    guard.acquire()
+    win = create_window(hat_home, theme_name="light", guard=guard, busy_timeout=0.3)
+    win.resize(1440, 900)
+    win.show()
+    wait_until(lambda: win.ctx.session.doc is not None)
+    idle()
+    yield win
+    idle(timeout=300)
+    win._closing_ok = True
+    win.close()
+    reset_jobs()
+    win.deleteLater()
+    spin(5)
+
+
+def evaluate_page(win):  # type: ignore[no-untyped-def]
+    win.show_page("evaluate")
+    page = win.page("evaluate")
+    idle()
+    return page
+
+
+def commit_rename(store: Any) -> tuple[str, str]:
+    """A realistic harness edit: a tool renamed (its skills updated to the new name)."""
+    base = store.load("head", "live-host")
+    before = store.info("head", "live-host").id
+    tools = [
+        t.model_copy(update={"name": "product_details"}) if t.name == "get_product_by_link" else t
+        for t in base.tools
+    ]
+    skills = [
+        s.model_copy(update={"body": s.body.replace("get_product_by_link", "product_details")})
+        for s in base.skills
+    ]
+    after = store.commit(
+        base.model_copy(update={"tools": tools, "skills": skills}), "Rename a tool"
+    ).id
+    return before, after
+
+
+# ----------------------------------------------------------------------------- GUI
+
+
+@pytest.mark.slow
+def test_tiny_eval_of_the_served_demo_model_shows_the_table(
+    studio, transformers_server, demo_model_folder: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from core.models.registry import add_folder
+
+    add_folder(studio.ctx.store, "smollm2-demo", demo_model_folder)
+    page = evaluate_page(studio)
+    page.new_button.click()
+    run = page.run
+    run.load_choices()
+    idle()
+    run.picker.select("smollm2-demo")
+    run.server.set_value("url", emit=True)
+    run.base_url.setText(transformers_server.base_url)
+    for key, b in run.suite_buttons.items():
+        b.setChecked(key == "ls-qa")
+    run.limit.setValue(2)
+    run.max_tokens.setValue(32)
+    assert "--base-url" in run.command.text() and "-s ls-qa --limit 2" in run.command.text()
+    run.start_button.click()
+    wait_until(lambda: run.result is not None, timeout=600)
+    idle()
+    stored = run.result
+    assert stored.model == "smollm2-demo" and stored.total == 2 and stored.done == 2
+    assert run.bar.value() == 2 and run.stat_labels["done"].text() == "2 / 2"
+    results = page.results
+    wait_until(lambda: results.view is not None and results.view.run.id == stored.id)
+    idle()
+    rows = results.scores.records()
+    assert [r.suite for r in rows] == ["LS-QA"] and rows[0].items == 2
+    mean, low, high = rows[0].score
+    assert 0.0 <= low <= mean <= high <= 1.0
+    items = results.items.records()
+    assert len(items) == 2 and {i.suite for i in items} == {"LS-QA"}
+    results.items.select_row(1)
+    wait_until(lambda: results.trace_key == items[1].key)
+    idle()
+    kinds = results.conversation.kinds()
+    assert kinds[0] == "viewer"  # the real model's request as readable turns
+
+
+def test_oracle_run_scores_dimensions_distribution_and_traces(studio) -> None:  # type: ignore[no-untyped-def]
+    page = evaluate_page(studio)
+    page.show_tab("run")
+    run = page.run
+    run.picker.select("oracle")
+    assert not run.server_box.isVisibleTo(run)
+    for key, b in run.suite_buttons.items():
+        b.setChecked(key in ("ls-qa", "hv-qa"))
+    run.limit.setValue(3)
+    run.variants.setValue(2)
+    progress: list[int] = []
+    run.progressed.connect(lambda p: progress.append(p.done))
+    run.start()
+    wait_until(lambda: run.result is not None, timeout=120)
+    idle()
+    stored = run.result
+    assert stored.status.value == "done" and stored.total == 3 + 3 * 2 and stored.passed == 9
+    assert progress[-1] == 9 and progress == sorted(progress)
+    run.results_button.click()
+    results = page.results
+    wait_until(lambda: results.view is not None and results.view.run.id == stored.id)
+    idle()
+    rows = {r.suite: r for r in results.scores.records()}
+    assert set(rows) == {"LS-QA", "HV-QA"}
+    assert rows["LS-QA"].score == (1.0, 1.0, 1.0) and rows["HV-QA"].items == 6
+    assert results.dims.records() and all(d.cost == (0.0, 0.0, 0.0) for d in results.dims.records())
+    assert results.plot.series_counts() == [6]  # one dot per HV-QA variant of the one model
+    assert [r.id for r in results.runs_table.records()] == [stored.id]
+    kinds = results.conversation.kinds()
+    assert kinds[0] == "viewer" and kinds[-1] == "reply"
+
+
+def test_stop_keeps_items_and_resume_finishes_the_run(studio) -> None:  # type: ignore[no-untyped-def]
+    page = evaluate_page(studio)
+    page.show_tab("run")
+    run = page.run
+    run.picker.select("oracle")
+    for key, b in run.suite_buttons.items():
+        b.setChecked(key == "ls-qa")
+    run.limit.setValue(30)
+    run.progressed.connect(lambda p: p.done >= 2 and run.stop())
+    run.start()
+    wait_until(lambda: run.result is not None, timeout=120)
+    idle()
+    stopped = run.result
+    assert stopped.status.value == "stopped" and 2 <= stopped.done < stopped.total == 30
+    assert run.banner.isVisibleTo(run) and "Resume" in run.banner.text.text()
+    results = page.results
+    results.refresh(select=stopped.id)
+    wait_until(lambda: results.view is not None and results.view.run.id == stopped.id)
+    idle()
+    assert results.resume_button.isVisibleTo(results)
+    run.progressed.disconnect()
+    run.progressed.connect(run._show_progress)
+    results.resume_button.click()
+    wait_until(lambda: run.result is not None and run.result.status.value == "done", timeout=120)
+    idle()
+    assert run.result.id == stopped.id and run.result.done == 30 and run.result.passed == 30
+
+
+def test_impact_view_lists_flips_by_changed_component_with_traces(studio) -> None:  # type: ignore[no-untyped-def]
+    """The model is the oracle fixed on the deployed version's names (the evaluation API's
+    injected client): a stand-in for a fine-tune on that harness, so the rename breaks the
+    tasks that need the renamed tool, deterministically."""
+    before, after = commit_rename(studio.ctx.store)
+    studio.ctx.versionsChanged.emit()
+    page = evaluate_page(studio)
+    page.impact_button.click()
+    view = page.impact
+    assert page.tabs.currentWidget() is view
+    idle()
+    assert view.picker.kind == "oracle-fixed"
+    assert (view.from_version.currentData(), view.to_version.currentData()) == (before, after)
+    view.limit.setValue(12)
+    view.start()
+    wait_until(lambda: view.report is not None, timeout=120)
+    idle()
+    report = view.report
+    assert report.model == fixed_name(before) and report.paired == 12
+    assert report.broke > 0 and report.fixed == 0 and report.delta < 0
+    first = view.groups[0]
+    assert first.component == "tool" and first.change == "renamed" and first.broke == report.broke
+    assert first.name == "get_product_by_link → product_details"
+    assert view.group_list.count() == len(view.groups) >= len(report.changes)
+    flips = view.flips.records()
+    assert len(flips) == report.broke and all(f.direction == "broke" for f in flips)
+    view.flips.select_row(0)
+    wait_until(lambda: view.after.cards and view.before.cards)
+    idle()
+    after_tools = [c.item for c in view.after.cards if c.item.kind == "tool"]
+    assert any(not t.ok and t.title == "get_product_by_link" for t in after_tools)
+    assert all(t.ok for t in (c.item for c in view.before.cards if c.item.kind == "tool"))
+    assert view.stat_flips.value.text() == f"{report.broke} broke · 0 fixed"
+    # both sides' runs are stored and listed; a second gate reuses them
+    wait_until(lambda: len(page.results.runs) == 2)
+    view.start()
+    wait_until(lambda: view.report is not report, timeout=60)
+    idle()
+    assert set(view.report.reused) == {report.from_run, report.to_run}
+
+
+def test_bad_launch_input_is_named_and_nothing_runs(studio) -> None:  # type: ignore[no-untyped-def]
+    page = evaluate_page(studio)
+    page.show_tab("run")
+    run = page.run
+    run.picker.select("oracle")
+    for b in run.suite_buttons.values():
+        b.setChecked(False)
+    run.start()
+    assert run.job is None and run.suites_error.isVisibleTo(run)
+    run.suite_buttons["ifeval"].setChecked(True)
+    run.start()
+    assert run.job is None and "IFEval" in run.suites_error.text()
+    view = page.impact
+    view.set_versions(view.to_version.currentData(), view.to_version.currentData())
+    view.start()
+    assert view.job is None and view.banner.isVisibleTo(view)
+
+
+# ----------------------------------------------------------------------------- logic
+
+
+def test_eval_logic_imports_no_qt() -> None:
+    code = (
+        "import sys, studio.logic.eval_view; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'pyqtgraph', 'torch')]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_launch_request_checks_and_command() -> None:
+    ok = LaunchRequest(model="demo", suites=("ls-qa", "hv-qa"), limit=5, variants=4)
+    request = ok.eval_request()
+    assert request.suites == [Suite.LS_QA, Suite.HV_QA] and request.base_url is None
+    assert ok.command() == "hat eval run --model demo -s ls-qa -s hv-qa --limit 5 --variants 4"
+    url = LaunchRequest(model="demo", server="url", base_url=" http://h:1/v1 ")
+    assert url.eval_request().base_url == "http://h:1/v1"
+    fixed = LaunchRequest(model="oracle-fixed", kind="oracle-fixed", fixed_on="abcdef123456789")
+    assert fixed.model_name == "oracle-fixed@abcdef1234"
+    cases = {
+        "suites": LaunchRequest(model="demo", suites=()),
+        "base_url": LaunchRequest(model="demo", server="url", base_url="localhost:8000"),
+        "fixed_on": LaunchRequest(model="oracle-fixed", kind="oracle-fixed"),
+    }
+    for field, launch in cases.items():
+        with pytest.raises(RequestError) as err:
+            launch.validate()
+        assert err.value.field == field
+    with pytest.raises(RequestError, match="IFEval"):
+        LaunchRequest(model="oracle", kind="oracle", suites=("ifeval",)).validate()
+    with pytest.raises(RequestError, match="two different"):
+        ImpactLaunch(model="oracle", kind="oracle", from_version="a", to_version="a").validate()
+
+
+def test_item_rows_explain_what_went_wrong() -> None:
+    grades = {
+        "accuracy": {"score": 1.0, "reasons": ["ok"]},
+        "effectiveness": {"score": 0.5, "reasons": ["price: did not state the price 9.99"]},
+    }
+    rows = item_rows(
+        [
+            EvalResult(suite=Suite.LS_QA, task_id="t1", score=1.0, passed=True),
+            EvalResult(
+                suite=Suite.HV_QA,
+                task_id="t2",
+                variant_seed=7,
+                dimension="tool_schemas",
+                score=0.75,
+                passed=False,
+                grades=grades,
+            ),
+            EvalResult(
+                suite=Suite.LS_QA,
+                task_id="t3",
+                score=0.5,
+                passed=False,
+                status=ResultStatus.FAILED,
+                reason="model_error: cannot reach the server",
+            ),
+        ]
+    )
+    assert [r.status for r in rows] == ["pass", "fail", "failed"]
+    assert rows[1].variant == "Tool schemas"
+    assert rows[1].reason == "effectiveness: price: did not state the price 9.99"
+    assert rows[2].score == 0.0 and rows[2].reason.startswith("model_error")
