@@ -88,8 +88,12 @@ def test_oracle_rows(tmp_path: Path, tasks: list[Task], demo: Harness, catalog: 
     row = next(r for r in data if r["key"].endswith("#v1"))
     prov = row["provenance"]
     assert prov["harness"] == "live-host" and prov["teacher"] == {"kind": "oracle"}
-    assert prov["variant"]["index"] == 1 and prov["variant"]["sampler"] == "identity"
+    # HSA-SFT by default: variant 1 is a train-bank HSA variant, its record kept as provenance
+    assert prov["variant"]["index"] == 1 and prov["variant"]["sampler"] == "hsa"
     assert prov["variant"]["seed"] == variant_seed(0, row["task_id"], 1)
+    record = prov["variant"]["mapping"]
+    assert record["policy"]["bank"] == "train" and record["policy"]["strength"] == "medium"
+    assert record["seed"] == prov["variant"]["seed"] and record["applied"]
     assert row["grades"]["accuracy"]["score"] == 1
     messages = row["messages"]
     assert messages[0]["role"] == "system" and messages[1]["role"] == "user"
@@ -124,6 +128,10 @@ def test_cli_generate_oracle(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert len(rows(out)) == 240
     assert "wrote 240 rows" in result.output
+    samplers = {
+        r["provenance"]["variant"]["sampler"] for r in rows(out) if r["key"].endswith("#v1")
+    }
+    assert samplers == {"hsa"}  # the default sampler
     assert elapsed < 30
     again = CliRunner().invoke(app, [*args, "--out", str(out), "-k", "1"])
     assert (

@@ -82,8 +82,13 @@ def generate(
         int, typer.Option("--variants", "-k", min=0, help="Sampled harness variants per task.")
     ] = 0,
     sampler: Annotated[
-        str, typer.Option("--sampler", help="Variant sampler (identity until HSA lands).")
-    ] = "identity",
+        str,
+        typer.Option(
+            "--sampler",
+            help="Variant sampler: hsa (train bank, medium), hsa-light, hsa-heavy, hsa-heldout "
+            "(evaluation data only) or identity (the original harness).",
+        ),
+    ] = "hsa",
     harness: Annotated[
         Path | None, typer.Option("--harness", help="Harness folder (default: the demo).")
     ] = None,
@@ -109,8 +114,9 @@ def generate(
     ] = False,
     job_timeout: Annotated[float, typer.Option("--job-timeout", help="Seconds per job.")] = 600.0,
 ) -> None:
-    """Run a teacher on every task under the original and K harness variants; keep the good
-    trajectories (accuracy 1, effectiveness >= 0.5) as JSONL rows with provenance."""
+    """Run a teacher on every task under the original and K harness variants (HSA train-bank
+    variants by default); keep the good trajectories (accuracy 1, effectiveness >= 0.5) as
+    JSONL rows with provenance."""
     import os
 
     from core.datagen import (

@@ -8,15 +8,18 @@ core/sim/surface.py) and the transform's JSON-able `mapping`, stored with each r
 Variant seeds are derived from (job seed, task id, variant index) by `variant_seed`, so a task
 gets the same variants in every run and a resumed job regenerates exactly what is missing.
 
-Samplers: `identity` returns the original harness and records the seed (rows that differ
-from the original only in their provenance); `hsa` draws a real Harness-State Augmentation
-variant from the **train** bank at medium strength (core/hsa/policy.py), `hsa-light` and
-`hsa-heavy` the same at the other strengths, and `hsa-heldout` from the held-out bank (for
-Harness-Variant QA evaluation data, never for training). HSA variants need no mapping for the
-oracle and graders: renamed parameters travel in `Tool.binding_args` and renamed skills carry
-their role in `metadata.role` (core/sim/surface.py); the variant's record (policy, seed,
-transforms applied and skipped, the mapping chain) is stored as the row's `mapping`.
-`identity` stays the default of `variants_for` and of `hat data generate --sampler`.
+Samplers: `hsa` (the default) draws a real Harness-State Augmentation variant from the
+**train** bank at medium strength (core/hsa/policy.py) — HSA-SFT data is the original harness
+plus K train-bank variants of every task (DESIGN §1, issue 4); `hsa-light` and `hsa-heavy`
+the same at the other strengths, and `hsa-heldout` from the held-out bank (for
+Harness-Variant QA evaluation data, never for training); `identity` returns the original
+harness and records the seed (rows that differ from the original only in their provenance:
+the fixed-harness baseline with more samples). HSA variants need no mapping for the oracle and
+graders: renamed parameters travel in `Tool.binding_args` and renamed skills carry their role
+in `metadata.role` (core/sim/surface.py); the variant's record (policy, seed, transforms
+applied and skipped, the mapping chain) is stored as the row's `mapping`. `DEFAULT_SAMPLER`
+is the default of `variants_for` (so of `GenerateConfig`) and of `hat data generate
+--sampler`.
 """
 
 from __future__ import annotations
@@ -53,7 +56,8 @@ VariantSampler = Callable[[Harness, int], HarnessVariant]
 
 
 def identity_sampler(harness: Harness, seed: int) -> HarnessVariant:
-    """Placeholder until HSA: the original harness, labelled with the seed it was asked for."""
+    """The original harness, labelled with the seed it was asked for (a fixed-harness
+    baseline with K samples per task)."""
     return HarnessVariant(harness=harness, seed=seed, sampler="identity")
 
 
@@ -80,6 +84,10 @@ SAMPLERS: dict[str, VariantSampler] = {
     "hsa-heavy": hsa_sampler(strength="heavy", name="hsa-heavy"),
     "hsa-heldout": hsa_sampler(bank="heldout", name="hsa-heldout"),
 }
+
+
+DEFAULT_SAMPLER = "hsa"
+"""HSA-SFT data: the original harness and K train-bank variants of each task."""
 
 
 def register_sampler(name: str, sampler: VariantSampler) -> None:
@@ -109,8 +117,9 @@ def variants_for(
     sampler: VariantSampler | None = None,
     sampler_name: str | None = None,
 ) -> list[HarnessVariant]:
-    """The original (index 0) and `count` sampled variants of `harness` for one task."""
-    pick = sampler or identity_sampler
+    """The original (index 0) and `count` sampled variants of `harness` for one task (by
+    default from the `DEFAULT_SAMPLER`)."""
+    pick = sampler or SAMPLERS[DEFAULT_SAMPLER]
     out = [HarnessVariant(harness=harness)]
     for index in range(1, count + 1):
         seed = variant_seed(job_seed, task_id, index)
