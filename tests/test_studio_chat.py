@@ -653,7 +653,7 @@ def test_server_killed_mid_reply_keeps_history_and_restarts(
             turn = column.turns[-1]
             assert turn.trace.status.value == "model_error"
             fault = turn.fault
-            assert fault.title.text() == "The transformers serve server stopped during the reply"
+            assert fault.title.text() == "The transformers server stopped during the reply"
             assert "killed by SIGKILL" in fault.message.text()
             assert "conversation is kept (4 messages)" in fault.message.text()
             assert fault.log_button is not None  # the server's last log lines

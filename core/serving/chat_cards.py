@@ -70,10 +70,12 @@ def clip(text: str, limit: int = BODY_LIMIT) -> str:
     return f"{text[:limit]}\n… ({len(text) - limit:,} more characters)"
 
 
-def pretty_json(value: Any, limit: int = BODY_LIMIT) -> str:
-    """Indented JSON (non-ASCII kept), clipped; values JSON cannot encode are shown with repr."""
+def pretty_json(value: Any, limit: int = BODY_LIMIT, *, indent: int | None = None) -> str:
+    """JSON (non-ASCII kept; one line unless `indent`), clipped; values JSON cannot encode are
+    shown with repr. One line by default: a chat card wraps it, which is far denser than an
+    indented block."""
     try:
-        text = json.dumps(value, ensure_ascii=False, indent=2, default=repr)
+        text = json.dumps(value, ensure_ascii=False, indent=indent, default=repr)
     except (TypeError, ValueError):
         text = repr(value)
     return clip(text, limit)

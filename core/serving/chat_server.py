@@ -36,6 +36,7 @@ from core.store import Store, StoreError
 from core.store.serving import ModelRecord, list_models
 
 ENGINE_TITLES = {"transformers": "transformers serve", "vllm": "vLLM", "url": "server"}
+SERVER_NAMES = {"transformers": "transformers server", "vllm": "vLLM server"}
 
 
 @dataclass(frozen=True)
@@ -381,10 +382,10 @@ class ChatServer:
         code = server.process.poll()
         if code is None:
             return None
-        engine = ENGINE_TITLES.get(server.engine, server.engine)
+        name = SERVER_NAMES.get(server.engine, "model server")
         return ServerProblem(
             "died",
-            f"The {engine} server stopped",
+            f"The {name} stopped",
             f"It exited unexpectedly ({describe_exit(code)}). Restart it to go on.",
             server.log_tail(),
             "restart",
@@ -402,10 +403,10 @@ class ChatServer:
         dead = self.died()
         if dead is not None:
             during = "during the reply" if reason and "mid-reply" in reason else "while answering"
-            engine = ENGINE_TITLES.get(self.server.engine if self.server else "", "model")
+            name = SERVER_NAMES.get(self.server.engine if self.server else "", "model server")
             return ServerProblem(
                 "died",
-                f"The {engine} server stopped {during}",
+                f"The {name} stopped {during}",
                 f"It exited ({describe_exit(self.exit_code)}).{kept}",
                 dead.log_tail,
                 "restart",

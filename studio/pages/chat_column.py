@@ -19,7 +19,13 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QVBoxLayout, QWidget
 
 from core.runtime.trace import ModelCallStep, ReplyStep, Step, Trace
-from core.serving.chat_cards import Card, SessionSummary, cards_for_step, reply_latency
+from core.serving.chat_cards import (
+    Card,
+    SessionSummary,
+    cards_for_step,
+    reply_latency,
+    session_summary,
+)
 from studio.widgets.cards import (
     Divider,
     FaultCard,
@@ -238,6 +244,7 @@ class ChatColumn(QFrame):
         self.scroll.setWidget(body)
         lay.addWidget(self.scroll, 1)
         self.stats = StatsPanel()
+        self.stats.show_summary(session_summary([]))
         lay.addWidget(self.stats)
 
         self.stream = LaneStream(self)

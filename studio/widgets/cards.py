@@ -46,7 +46,19 @@ KIND_TITLES = {
     "model_error": "Model",
 }
 BODY_LINES = 8
-"""Lines of a card body shown before "Show all"."""
+BODY_CHARS = 260
+"""Lines / characters of a card body shown before "Show all"."""
+
+
+def folded(text: str) -> str:
+    """`text` cut to BODY_LINES lines and BODY_CHARS characters, ending in "…" when cut."""
+    lines = text.splitlines()
+    short = "\n".join(lines[:BODY_LINES])
+    if len(short) > BODY_CHARS:
+        short = short[:BODY_CHARS].rstrip()
+    return short if short == text else short + " …"
+
+
 STATUS_ROLES = {
     "ok": "text-muted",
     "allow": "success",
@@ -286,28 +298,27 @@ class StepCard(QFrame):
         self.detail = _text(card.detail, "CardDetail")
         self.detail.setVisible(bool(card.detail))
         lay.addWidget(self.detail)
-        lines = card.body.splitlines()
         self.full_body = card.body
-        self.body = _text(card.body, "CardBody")
+        self.short_body = folded(card.body)
+        self.body = _text(self.short_body, "CardBody")
         self.body.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.body.setVisible(bool(card.body))
         lay.addWidget(self.body)
         self.more: QToolButton | None = None
-        if len(lines) > BODY_LINES:
-            self.body.setText("\n".join(lines[:BODY_LINES]) + "\n…")
+        if self.short_body != card.body:
             self.more = QToolButton()
-            self.more.setText(f"Show all {len(lines)} lines")
+            self.more.setText(f"Show all ({len(card.body):,} characters)")
             self.more.setCheckable(True)
             self.more.setCursor(Qt.CursorShape.PointingHandCursor)
             self.more.toggled.connect(self._expand)
             lay.addWidget(self.more, 0, Qt.AlignmentFlag.AlignLeft)
 
     def _expand(self, on: bool) -> None:
-        lines = self.full_body.splitlines()
-        n = len(lines)
-        self.body.setText(self.full_body if on else "\n".join(lines[:BODY_LINES]) + "\n…")
+        self.body.setText(self.full_body if on else self.short_body)
         if self.more is not None:
-            self.more.setText("Show less" if on else f"Show all {n} lines")
+            self.more.setText(
+                "Show less" if on else f"Show all ({len(self.full_body):,} characters)"
+            )
 
 
 class HookAllowRow(QFrame):
@@ -473,27 +484,29 @@ class StatsPanel(QFrame):
         lay.addLayout(grid)
 
     def show_summary(self, summary: SessionSummary) -> None:
+        """Metrics as columns (name and sample count on top), P50 and P95 as rows."""
         self.summary = summary
         if not self.cells:
-            for col, head in enumerate(("", "P50", "P95", "n")):
+            for row, head in enumerate(("", "P50", "P95")):
                 h = _text(head, "StatsHead", wrap=False, selectable=False)
-                if col:
-                    h.setAlignment(Qt.AlignmentFlag.AlignRight)
-                self.grid.addWidget(h, 0, col)
-            for row, line in enumerate(summary.lines, start=1):
+                self.grid.addWidget(h, row, 0)
+            for col, line in enumerate(summary.lines, start=1):
                 name = _text(line.title, "StatsName", wrap=False, selectable=False)
-                self.grid.addWidget(name, row, 0)
-                for col, key in enumerate(("p50", "p95", "n"), start=1):
+                name.setAlignment(Qt.AlignmentFlag.AlignRight)
+                self.grid.addWidget(name, 0, col)
+                self.cells[(line.metric, "name")] = name
+                for row, key in enumerate(("p50", "p95"), start=1):
                     cell = _text("–", "StatsValue", wrap=False)
                     cell.setAlignment(Qt.AlignmentFlag.AlignRight)
                     self.grid.addWidget(cell, row, col)
                     self.cells[(line.metric, key)] = cell
-            self.grid.setColumnStretch(0, 1)
+                self.grid.setColumnStretch(col, 1)
         for line in summary.lines:
             p50, p95 = line.cells()
             self.cells[(line.metric, "p50")].setText(p50)
             self.cells[(line.metric, "p95")].setText(p95)
-            self.cells[(line.metric, "n")].setText(str(line.n))
+            name = self.cells[(line.metric, "name")]
+            name.setText(f"{line.title} · n {line.n}" if line.n else line.title)
         if summary.requests == 0:
             self.note.setText("no requests yet")
         else:
