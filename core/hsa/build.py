@@ -25,6 +25,7 @@ schema shares — and the tool then gets its real schema back.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -162,6 +163,8 @@ class Edit:
     added: tuple[str, ...] = ()
 
 
+_LITERAL_ALTERNATION = re.compile(r"[A-Za-z0-9_-]+(?:\|[A-Za-z0-9_-]+)*")
+_FIELDS = {model: frozenset(model.model_fields) for model in (Skill, Tool, Hook)}
 _STRINGS = {
     Skill: ("description", "body"),
     Tool: ("description", "binding"),
@@ -179,7 +182,7 @@ def edited(edit: Edit) -> Skill | Tool | Hook:
     field at fault."""
     source, changes = edit.source, edit.changes
     model = type(source)
-    unknown = set(changes) - set(model.model_fields)
+    unknown = changes.keys() - _FIELDS[model]
     if unknown:
         raise FieldValueError(sorted(unknown)[0], f"not a {model.__name__.lower()} field")
     fixed = [k for k in ("kind", "event", "source") if k in changes and isinstance(source, Hook)]
@@ -190,6 +193,8 @@ def edited(edit: Edit) -> Skill | Tool | Hook:
             raise FieldValueError(key, "must be a string")
     for key in _VALIDATED[model]:
         if key in changes and changes[key] != getattr(source, key):
+            if key == "matcher" and _LITERAL_ALTERNATION.fullmatch(changes[key]):
+                continue  # a list of names is a valid regex; no need to compile it
             try:
                 getattr(model, f"_check_{key}")(changes[key])
             except ValueError as exc:
@@ -199,10 +204,11 @@ def edited(edit: Edit) -> Skill | Tool | Hook:
         if params is not source.parameters:
             _check_edited_params(source.parameters, params, edit.added, "parameters")
         out = source.model_copy(update=changes)
-        try:
-            out._check_binding_args()  # type: ignore[operator]  # the model's own validator
-        except ValueError as exc:
-            raise FieldValueError("binding_args", str(exc)) from None
+        if "parameters" in changes or "binding_args" in changes:
+            try:
+                out._check_binding_args()  # type: ignore[operator]  # the model's own validator
+            except ValueError as exc:
+                raise FieldValueError("binding_args", str(exc)) from None
         return out
     if isinstance(source, Hook):
         params = changes.get("params", source.params)

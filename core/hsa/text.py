@@ -655,29 +655,43 @@ def _renamed_tool(tool: Tool, renames: Renames, renamer: Renamer) -> Tool | Edit
     if new_name == tool.name and not params and not _mentions(_blob(tool), renamer):
         return tool
     text = renamer.text
-    schema = map_schema_text(tool.parameters, text)
+    schema = tool.parameters
+    if any(text(t) != t for t in _schema_texts(tool)):
+        schema = map_schema_text(schema, text)
+    if params:
+        schema = rename_properties(schema, params)
+    changes: dict[str, Any] = {}
+    if new_name != tool.name:
+        changes["name"] = new_name
+    description = text(tool.description)
+    if description != tool.description:
+        changes["description"] = description
+    if schema is not tool.parameters:
+        changes["parameters"] = schema
+    if tool.annotations:
+        annotations = map_strings(tool.annotations, text)
+        if not _same(annotations, tool.annotations):
+            changes["annotations"] = annotations
     binding_args: dict[str, str] = {}
     for prop in tool.parameters.get("properties", {}):
         target = tool.binding_args.get(prop, prop)
         new = params.get(prop, prop)
         if new != target:
             binding_args[new] = target
-    out: dict[str, Any] = {
-        "name": new_name,
-        "description": text(tool.description),
-        "parameters": rename_properties(schema, params),
-        "annotations": map_strings(tool.annotations, text),
-        "binding_args": binding_args,
-    }
-    if (
-        out["name"] == tool.name
-        and out["description"] == tool.description
-        and out["binding_args"] == tool.binding_args
-        and _same(out["parameters"], tool.parameters)
-        and _same(out["annotations"], tool.annotations)
-    ):
-        return tool
-    return Edit(tool, out)
+    if binding_args != tool.binding_args:
+        changes["binding_args"] = binding_args
+    return Edit(tool, changes) if changes else tool
+
+
+def _schema_texts(tool: Tool) -> list[str]:
+    """The description / title / $comment texts of a tool's schema (memoised)."""
+
+    def collect() -> list[str]:
+        texts: list[str] = []
+        map_schema_text(tool.parameters, _collect(texts))
+        return texts
+
+    return memo("schema-texts", tool, (tool.parameters,), collect)
 
 
 def _renamed_hooks(
@@ -689,8 +703,12 @@ def _renamed_hooks(
     out: list[Hook | Edit] = []
     for hook in harness.hooks:
         if hook.matcher != "*" and tools_renamed:
-            pairs = tuple((t, names.get(t, t)) for t in old_tools)
-            _check_matcher(hook.matcher, renamer.regex(hook.matcher), pairs)
+            matcher = renamer.regex(hook.matcher)
+            # an unchanged matcher can only change its verdict on the renamed tools
+            pairs = tuple(
+                (t, names.get(t, t)) for t in old_tools if matcher != hook.matcher or t in names
+            )
+            _check_matcher(hook.matcher, matcher, pairs)
         if not _mentions(_blob(hook), renamer):
             out.append(hook)
             continue
@@ -726,13 +744,24 @@ def _is_param(harness: Harness, name: str) -> bool:
     return any(name in t.parameters.get("properties", {}) for t in harness.tools)
 
 
+LITERAL_ALTERNATION = re.compile(r"[A-Za-z0-9_-]+(?:\|[A-Za-z0-9_-]+)*")
+"""A matcher that lists tool names (`check_stock|list_coupons`): it matches exactly those."""
+
+
+def _matches(pattern: str, name: str) -> bool:
+    if LITERAL_ALTERNATION.fullmatch(pattern):
+        return name in pattern.split("|")
+    return re.fullmatch(pattern, name) is not None
+
+
 @lru_cache(maxsize=4096)
 def _check_matcher(old: str, new: str, tools: tuple[tuple[str, str], ...]) -> None:
     """RenameError unless the renamed matcher `new` matches the renamed tools exactly where
-    `old` matched the old names (`tools`: (old name, new name))."""
+    `old` matched the old names (`tools`: (old name, new name)). A list of names is checked
+    without compiling a regex."""
     for tool, renamed in tools:
-        before = re.fullmatch(old, tool) is not None
-        after = re.fullmatch(new, renamed) is not None
+        before = _matches(old, tool)
+        after = _matches(new, renamed)
         if before != after:
             raise RenameError(f"hook matcher {old!r} would change meaning for tool {tool!r}")
 
