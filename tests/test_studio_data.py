@@ -51,7 +51,7 @@ def studio(qapp, hat_home: Path):  # type: ignore[no-untyped-def]
     win = create_window(hat_home, theme_name="light", guard=guard, busy_timeout=0.3)
     win.resize(1280, 820)
     win.show()
-    wait_until(lambda: win.ctx.session.doc is not None)
+    wait_until(lambda: win.ctx.session.doc is not None, timeout=90)
     idle()
     yield win
     idle()
@@ -188,6 +188,27 @@ def test_generation_cancel_keeps_rows_and_a_rerun_resumes(studio, hat_home: Path
     idle()
     assert gen.result.progress.skipped == written and gen.result.progress.done == 2
     assert len(out.read_text(encoding="utf-8").splitlines()) == written + 2
+
+
+def test_closing_the_window_stops_a_running_generation(studio, hat_home: Path) -> None:  # type: ignore[no-untyped-def]
+    """Quitting must not wait for a long job: the window's close stops it between two jobs,
+    and the rows it wrote stay (a rerun resumes)."""
+    page = data_page(studio)
+    page.show_tab("generate")
+    gen = page.generate
+    gen.per_category.setValue(100)
+    gen.variants.setValue(2)
+    gen.concurrency.setValue(1)
+    gen.out_name.setText("interrupted")
+    gen.start()
+    wait_until(lambda: gen.last is not None and gen.last.done >= 2, timeout=60)
+    studio._closing_ok = True
+    studio.close()
+    wait_until(lambda: gen.result is not None, timeout=60)
+    result = gen.result
+    assert result.cancelled and result.progress.done < result.progress.total == 3600
+    out = hat_home / "datasets" / "interrupted.jsonl"
+    assert len(out.read_text(encoding="utf-8").splitlines()) == result.progress.written
 
 
 def test_bad_teacher_input_is_shown_on_the_field_and_nothing_runs(studio) -> None:  # type: ignore[no-untyped-def]

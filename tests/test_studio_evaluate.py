@@ -48,7 +48,7 @@ def studio(qapp, hat_home: Path):  # type: ignore[no-untyped-def]
     win = create_window(hat_home, theme_name="light", guard=guard, busy_timeout=0.3)
     win.resize(1440, 900)
     win.show()
-    wait_until(lambda: win.ctx.session.doc is not None)
+    wait_until(lambda: win.ctx.session.doc is not None, timeout=90)
     idle()
     yield win
     idle(timeout=300)

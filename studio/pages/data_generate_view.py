@@ -35,7 +35,7 @@ from studio.context import StudioContext
 from studio.logic.data_generate import SAMPLER_CHOICES
 from studio.logic.data_tasks import SOURCES
 from studio.pages.data_conversation import themed
-from studio.pages.data_widgets import Pane, fill_combo
+from studio.pages.data_widgets import Pane, fill_combo, stop_on_close
 from studio.widgets.common import (
     Banner,
     Field,
@@ -77,6 +77,7 @@ class GenerateView(QWidget):
         self.result: Any = None
         self.last: Any = None
         self.history: list[Any] = []
+        self._guarded = False
         lay = QHBoxLayout(self)
         lay.setContentsMargins(24, 12, 24, 16)
         lay.setSpacing(14)
@@ -384,6 +385,9 @@ class GenerateView(QWidget):
     def _prepared(self, run: Any) -> None:
         from studio.logic.data_generate import Progress
 
+        if not self._guarded:
+            stop_on_close(self, self.ctx, self.cancel)
+            self._guarded = True
         self.run = run
         self.result = None
         self.log.clear()

@@ -3,9 +3,10 @@ a titled pane, and a filter combo."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
@@ -129,3 +130,32 @@ def fill_combo(combo: QComboBox, items: Sequence[tuple[str, str]], keep: bool = 
         if idx >= 0:
             combo.setCurrentIndex(idx)
     combo.blockSignals(False)
+
+
+class _CloseGuard(QObject):
+    """Stops a long job when its window closes (see `stop_on_close`)."""
+
+    def __init__(self, window: QWidget, ctx: Any, stop: Callable[[], None]) -> None:
+        super().__init__(window)
+        self.window = window
+        self.ctx = ctx
+        self.stop = stop
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if obj is self.window and event.type() == QEvent.Type.Close:
+            if not self.ctx.session.dirty:
+                self.stop()  # nothing to ask about: the window will close
+            else:  # the user may still cancel the close: check once it is decided
+                QTimer.singleShot(0, lambda: None if self.window.isVisible() else self.stop())
+        return False
+
+
+def stop_on_close(widget: QWidget, ctx: Any, stop: Callable[[], None]) -> None:
+    """When `widget`'s window closes, call `stop` (ask a running generation or evaluation to
+    stop). The window closes the store and the application waits for running jobs on quit,
+    so a job left running would hold the quit until it ends; stopped, it ends after the item
+    in flight, and what it wrote stays (generation resumes, evaluation runs resume)."""
+    window = widget.window()
+    if window is widget:
+        return
+    window.installEventFilter(_CloseGuard(window, ctx, stop))

@@ -29,7 +29,7 @@ from studio.context import StudioContext
 from studio.logic.eval_view import SUITE_CHOICES
 from studio.pages.data_conversation import ConversationView, themed
 from studio.pages.data_generate_view import PROGRESS_QSS
-from studio.pages.data_widgets import Pane, fill_combo
+from studio.pages.data_widgets import Pane, fill_combo, stop_on_close
 from studio.pages.evaluate_run_view import ModelPicker, version_items
 from studio.widgets.common import Banner, Field, button, label
 from studio.widgets.tables import Column, RecordTable
@@ -70,6 +70,7 @@ class ImpactView(QWidget):
         self.groups: list[Any] = []
         self.flip: Any = None
         self._token = 0
+        self._guarded = False
         lay = QVBoxLayout(self)
         lay.setContentsMargins(24, 12, 24, 16)
         lay.setSpacing(10)
@@ -288,6 +289,9 @@ class ImpactView(QWidget):
             self.banner.show_message("error", f"Cannot run the gate: {exc}")
             return
         self.banner.hide()
+        if not self._guarded:
+            stop_on_close(self, self.ctx, self.stop)
+            self._guarded = True
         self.job = job
         self.run_button.setEnabled(False)
         self.stop_button.show()

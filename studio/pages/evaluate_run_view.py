@@ -31,7 +31,7 @@ from studio.context import StudioContext
 from studio.logic.eval_view import SUITE_CHOICES
 from studio.pages.data_conversation import themed
 from studio.pages.data_generate_view import PROGRESS_QSS, duration
-from studio.pages.data_widgets import Pane, fill_combo
+from studio.pages.data_widgets import Pane, fill_combo, stop_on_close
 from studio.widgets.common import Banner, Field, Segmented, button, label
 
 
@@ -107,6 +107,7 @@ class RunView(QWidget):
         self.job: Any = None
         self.result: Any = None
         self.last: Any = None
+        self._guarded = False
         lay = QHBoxLayout(self)
         lay.setContentsMargins(24, 12, 24, 16)
         lay.setSpacing(14)
@@ -379,6 +380,9 @@ class RunView(QWidget):
         """Run `job` (an EvalJob) with this pane's progress (also used by Resume)."""
         import time
 
+        if not self._guarded:
+            stop_on_close(self, self.ctx, self.stop)
+            self._guarded = True
         self.job = job
         self.result = None
         self.log.clear()
