@@ -86,10 +86,6 @@ class IfevalPrompt(BaseModel):
             )
         return self
 
-    def checker_kwargs(self, index: int) -> dict[str, Any]:
-        """Arguments of instruction `index` without the null/empty ones (lm-eval's rule)."""
-        return {k: v for k, v in self.kwargs[index].items() if v}
-
 
 class InstructionCheck(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -125,6 +125,9 @@ def _load() -> Checkers:
 
     langdetect.DetectorFactory.seed = 0
     modules = _import_checkers(folder)
+    # langdetect reads its 55 language profiles on first use (~1-3 s): pay it here, once,
+    # rather than inside the first scored item (which may sit in an event loop)
+    langdetect.detect("The checkers are loaded and ready to score responses.")
     utils = modules["utils"]
     version = importlib.metadata.version("lm_eval")
     return Checkers(
