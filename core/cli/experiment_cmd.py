@@ -88,6 +88,10 @@ def replicate(
         default = default_prompts_path()
         if default.is_file():
             ifeval_path = str(default)
+    import signal
+
+    # A plain SIGTERM would skip the `finally` blocks that stop the model servers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with open_store() as store:
         try:
             if resume is not None:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from core.train.config import ConfigError, OpdConfig, RlConfig, SftConfig, problems_from
 
-PROFILES = ("ci", "cpu-small", "gpu")
+PROFILES = ("ci", "cpu-shared", "cpu-small", "gpu")
 
 
 class _Model(BaseModel):

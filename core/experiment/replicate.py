@@ -35,9 +35,10 @@ from __future__ import annotations
 import json
 import os
 import platform
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,7 @@ class Replication:
     deadline: float | None = None
     """Epoch seconds after which no evaluation item starts (the steps end "partial" and the
     report is written from the rows there are); None: no deadline."""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # ------------------------------------------------------------------ create / open
 
@@ -138,6 +140,7 @@ class Replication:
     def run_all(self, *, on_message: Message = _quiet, until: str | None = None) -> None:
         """Run every step not done yet, in order (stops after `until` when given). Past the
         deadline, evaluation steps end "partial" and the report is still written."""
+        snapshot_modules()
         for name in STEPS:
             if not self.done(name):
                 self.run_step(name, on_message=on_message)
@@ -303,9 +306,16 @@ class Replication:
         return start(self.store, run.id)
 
     def _finish_fixed(self, entry: dict[str, Any], proc: Any, say: Message) -> None:
+        """Watch the fixed SFT child to its end; a child that was killed (e.g. by the
+        out-of-memory killer while the HAT stages ran beside it) is run again once, alone."""
         from core.train.runs import watch
 
         run = watch(self.store, entry["run"], proc, on_event=_progress(say, "fixed"))
+        if run.status == "failed" and "killed" in (run.reason or "") and not entry.get("retried"):
+            say(f"fixed SFT: {run.id} was killed ({(run.reason or '').splitlines()[0]}); again")
+            entry["retried"] = True
+            proc = self._launch_fixed(entry, say)
+            run = watch(self.store, entry["run"], proc, on_event=_progress(say, "fixed"))
         if run.status != "done":
             raise ReplicationError(f"fixed SFT run {run.id} {run.status}: {run.reason}")
         self._record_training(entry, run.outputs)
@@ -432,16 +442,17 @@ class Replication:
         return out
 
     def _evaluate(self, part: str, entry: dict[str, Any], say: Message) -> str | None:
-        """One suite for every model, one server per model (module doc); "partial" when the
-        deadline stopped it."""
-        from core.eval.api import RunStatus, get_eval_run, resume_eval, run_eval
-        from core.serving.engines import EngineConfig
-        from core.serving.server import ManagedServer
+        """One suite for base, fixed-SFT and HAT at once: three servers, three evaluation runs
+        side by side (each in its own thread with its own store connection), so a deadline
+        leaves the three models with comparable item counts; "partial" when it did."""
+        from concurrent.futures import ThreadPoolExecutor
 
-        ev = self.profile.eval
+        from core.eval.api import RunStatus, get_eval_run
+
         runs: dict[str, str] = entry.setdefault("runs", {})
-        walls: dict[str, float] = entry.setdefault("walls", {})
-        starts: dict[str, float] = entry.setdefault("server_start_s", {})
+        entry.setdefault("walls", {})
+        entry.setdefault("server_start_s", {})
+        todo = []
         for model in MODELS:
             request = self.requests(model).get(part)
             if request is None:
@@ -449,44 +460,70 @@ class Replication:
                 continue
             if model in runs and get_eval_run(self.store, runs[model]).status is RunStatus.DONE:
                 continue
-            if self.deadline_passed():
-                return "partial"
-            folder = self.model_folder(model)
-            server = ManagedServer(
-                EngineConfig(ev.engine, dtype=ev.dtype),
-                folder,
-                startup_timeout_s=900,
-                log_dir=self.folder / "logs" / f"serve-{part}-{model}",
-            )
-            t0 = time.monotonic()
-            server.start()
-            starts[model] = round(time.monotonic() - t0, 1)
-            say(f"{part} {model}: serving {folder} ({starts[model]:.0f} s to start)")
-            try:
-                request = request.model_copy(
-                    update={"base_url": server.base_url, "model_id": server.model_id}
-                )
-                progress = _eval_progress(say, f"{part} {model}")
-                stop = _Deadline(self.deadline)
-                if model in runs:
-                    run = resume_eval(
-                        self.store, runs[model], base_url=server.base_url,
-                        on_progress=progress, stop=stop,
-                    )  # fmt: skip
-                else:
-                    run = run_eval(self.store, request, on_progress=progress, stop=stop)
-                    runs[model] = run.id
-            finally:
-                server.stop()
-                walls[model] = round(float(walls.get(model, 0.0)) + time.monotonic() - t0, 1)
-                self.save()
-            if run.status is RunStatus.STOPPED and self.deadline_passed():
-                return "partial"
-            if run.status is not RunStatus.DONE:
-                raise ReplicationError(
-                    f"evaluation {run.id} ({part}, {model}) {run.status}: {run.reason}"
-                )
+            todo.append((model, request))
+        if not todo:
+            return None
+        if self.deadline_passed():
+            return "partial"
+        with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+            futures = [
+                pool.submit(self._evaluate_model, part, model, request, entry, say)
+                for model, request in todo
+            ]
+            statuses = [f.result() for f in futures]
+        if any(s is RunStatus.STOPPED for s in statuses) and self.deadline_passed():
+            return "partial"
+        for (model, _), status in zip(todo, statuses, strict=True):
+            if status is not RunStatus.DONE:
+                run_id = runs.get(model)
+                raise ReplicationError(f"evaluation {run_id} ({part}, {model}) ended {status}")
         return None
+
+    def _evaluate_model(
+        self, part: str, model: str, request: Any, entry: dict[str, Any], say: Message
+    ) -> Any:
+        """One model's run of one suite against its own server (a thread of `_evaluate`)."""
+        from core.eval.api import resume_eval, run_eval
+        from core.serving.engines import EngineConfig
+        from core.serving.server import ManagedServer
+
+        ev = self.profile.eval
+        runs: dict[str, str] = entry["runs"]
+        folder = self.model_folder(model)
+        server = ManagedServer(
+            EngineConfig(ev.engine, dtype=ev.dtype),
+            folder,
+            startup_timeout_s=900,
+            log_dir=self.folder / "logs" / f"serve-{part}-{model}",
+        )
+        t0 = time.monotonic()
+        store = Store.open(self.store.path)
+        try:
+            server.start()
+            entry["server_start_s"][model] = round(time.monotonic() - t0, 1)
+            say(f"{part} {model}: serving {folder} ({entry['server_start_s'][model]:.0f} s)")
+            request = request.model_copy(
+                update={"base_url": server.base_url, "model_id": server.model_id}
+            )
+            progress = _eval_progress(say, f"{part} {model}")
+            stop = _Deadline(self.deadline)
+            if model in runs:
+                run = resume_eval(
+                    store, runs[model], base_url=server.base_url, on_progress=progress, stop=stop
+                )
+            else:
+                run = run_eval(store, request, on_progress=progress, stop=stop)
+                with self._lock:
+                    runs[model] = run.id
+            return run.status
+        finally:
+            server.stop()
+            store.close()
+            with self._lock:
+                entry["walls"][model] = round(
+                    float(entry["walls"].get(model, 0.0)) + time.monotonic() - t0, 1
+                )
+                self.save()
 
     def _eval_hv_qa(self, entry: dict[str, Any], say: Message) -> str | None:
         return self._evaluate("hv-qa", entry, say)
@@ -565,6 +602,31 @@ def _eval_progress(say: Message, label: str) -> Callable[[int, int, Any], None]:
             say(f"  {label} {done}/{total} {last.task_id}: {mark}")
 
     return on_progress
+
+
+SNAPSHOT = (
+    "core.datagen",
+    "core.eval.api",
+    "core.eval.runner",
+    "core.eval.ifeval",
+    "core.eval.stats",
+    "core.experiment.lite",
+    "core.experiment.report",
+    "core.hsa.augment",
+    "core.hsa.policy",
+    "core.serving.server",
+    "core.sim.graders",
+    "core.train.pipeline",
+)
+
+
+def snapshot_modules() -> None:
+    """Import now every module a later step uses, so a run that lasts an hour executes one
+    consistent version of the code even when the checkout changes under it."""
+    import importlib
+
+    for name in SNAPSHOT:
+        importlib.import_module(name)
 
 
 def machine_note() -> dict[str, Any]:

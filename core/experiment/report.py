@@ -195,7 +195,7 @@ def cell(ci: dict[str, Any] | None) -> str:
 
 def ratio_cell(value: tuple[float | None, float | None, float | None] | list[Any] | None) -> str:
     if not value or value[0] is None:
-        return "— (no errors to reduce)"
+        return "—"
     point, low, high = value
     if low is None or high is None:
         return f"{pct(point)} %"
@@ -351,7 +351,8 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
     lines += [
         "",
         "Error reduction of HAT vs fixed-SFT after the edit: "
-        f"{ratio_cell(hat_edit.get('reduction_vs_fixed'))}.",
+        f"{ratio_cell(hat_edit.get('reduction_vs_fixed'))} (— when the reference model made "
+        "no errors or was not evaluated).",
         "",
         "### Secondary numbers",
         "",
@@ -404,8 +405,11 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
         "| step | wall time (s) |",
         "|---|---|",
     ]
-    for name, entry in steps.items():
-        lines.append(f"| {name} | {entry.get('wall_s', '—')} |")
+    from core.experiment.replicate import STEPS
+
+    for name in STEPS:
+        entry = steps.get(name) or {}
+        lines.append(f"| {name} ({entry.get('status', 'pending')}) | {entry.get('wall_s', '—')} |")
         for model in ("fixed", "hat"):
             sub = entry.get(model) if name == "train" else None
             if sub:
