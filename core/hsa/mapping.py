@@ -227,7 +227,13 @@ class MappingChain(BaseModel):
         return self
 
     def then(self, mapping: SurfaceMapping, loader: str) -> MappingChain:
-        return MappingChain(steps=[*self.steps, mapping], loaders=[*self.loaders, loader])
+        """The chain with one more step (built without re-validating the steps, which are
+        validated mappings already)."""
+        if not isinstance(mapping, SurfaceMapping):
+            raise MappingError(f"a chain step must be a SurfaceMapping, not {type(mapping)}")
+        return MappingChain.model_construct(
+            steps=[*self.steps, mapping], loaders=[*self.loaders, str(loader)]
+        )
 
     @property
     def is_identity(self) -> bool:
