@@ -401,6 +401,7 @@ def _prefill_factory(
             engine="transformers",
             options=opts,
             prefixes=prefixes(lane),
+            timeout_s=900,  # a shared 2-core CI machine can take minutes per call
         )
 
     return make

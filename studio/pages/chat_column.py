@@ -89,6 +89,8 @@ class TurnView(QWidget):
             self.draft = None
         for card in cards_for_step(step, index):
             self.card_data.append(card)
+            if card.kind == "model_error":
+                continue  # the page follows a failed request with a fault card that says more
             if card.kind == "hook" and card.status == "allow":
                 if self._allow_row is None:
                     self._allow_row = HookAllowRow()

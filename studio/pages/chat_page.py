@@ -82,6 +82,9 @@ class ChatPage(QWidget):
         """Callable (endpoint, options, lane) -> ChatClient; None: OpenAIChatClient."""
         self.lanes: dict[str, Any] = {}
         self.harness_refs: dict[str, str] = {}
+        """The version picked for each lane (maybe still loading)."""
+        self.lane_refs: dict[str, str] = {}
+        """The version each lane runs now."""
         self.presets: list[Any] = []
         self.replay: Any = None
         self._queue: deque[_Job] = deque()
@@ -173,6 +176,13 @@ class ChatPage(QWidget):
         self.max_tokens.setToolTip("Most tokens per model call")
         hl.addWidget(label("Max output", "FieldLabel"), 3, 0)
         hl.addWidget(self.max_tokens, 3, 1)
+        self.timeout = QSpinBox()
+        self.timeout.setRange(5, 3600)
+        self.timeout.setValue(300)
+        self.timeout.setSuffix(" s per call")
+        self.timeout.setToolTip("How long one model call may take (prefill and decode)")
+        hl.addWidget(label("Timeout", "FieldLabel"), 4, 0)
+        hl.addWidget(self.timeout, 4, 1)
         hl.setColumnStretch(1, 1)
         col.addWidget(hcard)
 
@@ -362,6 +372,8 @@ class ChatPage(QWidget):
         if not ref or self.ctx.store is None:
             return
         self.harness_refs[key] = ref
+        if key in self.lanes and self.lane_refs.get(key) == ref:
+            return  # already the lane's harness: keep the conversation
         self.ctx.settings.setValue(f"chat/harness_{key}", ref)
         text = self.harness_combo[key].currentText()
         self.ctx.run_store(
@@ -383,8 +395,11 @@ class ChatPage(QWidget):
             combo.setCurrentIndex(idx)
 
     def _harness_loaded(self, key: str, harness: Any, text: str, ref: str) -> None:
-        if self.harness_refs.get(key) != ref:
-            return  # a newer pick is loading
+        if self.harness_refs.get(key) != ref or (
+            key in self.lanes and self.lane_refs.get(key) == ref
+        ):
+            return  # a newer pick is loading, or this version is already the lane's
+        self.lane_refs[key] = ref
         from core.serving.chat_lane import ChatLane
 
         lane = self.lanes.get(key)
@@ -405,6 +420,7 @@ class ChatPage(QWidget):
         from core.serving.chat_lane import ChatLane
 
         b = self.lanes.get("B")
+        self.lane_refs["B"] = self.lane_refs.get("A", "")
         if b is None:
             self.lanes["B"] = ChatLane(
                 "B", a.harness, store=self.ctx.store, harness_label=a.harness_label
@@ -567,6 +583,12 @@ class ChatPage(QWidget):
 
         options = GenerationOptions(max_tokens=self.max_tokens.value())
         factory = self.client_factory
+        if factory is None:
+            from functools import partial
+
+            from core.serving.chat_lane import default_client
+
+            factory = partial(default_client, timeout_s=float(self.timeout.value()))
 
         def work() -> Any:
             return lane.ask(

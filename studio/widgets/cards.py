@@ -178,27 +178,33 @@ def _text(text: str, name: str, *, wrap: bool = True, selectable: bool = True) -
 
 
 class ViewerBubble(QWidget):
-    """The viewer's message, right-aligned, with where it came from."""
+    """The viewer's message, right-aligned, with where it came from.
+
+    The bubble sits after a stretch rather than in an aligned layout item: an aligned item
+    gets its size hint and ignores height-for-width, which cut wrapped text off."""
 
     def __init__(self, text: str, meta: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(60, 4, 0, 2)
-        row.addStretch(1)
-        col = QVBoxLayout()
+        col = QVBoxLayout(self)
+        col.setContentsMargins(60, 4, 0, 2)
         col.setSpacing(3)
         self.meta = ElidedLabel(meta, "BubbleMeta")
         self.meta.setAlignment(Qt.AlignmentFlag.AlignRight)
         self.meta.setVisible(bool(meta))
         col.addWidget(self.meta)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addStretch(1)
         bubble = QFrame()
         bubble.setObjectName("ViewerBubble")
         bl = QVBoxLayout(bubble)
         bl.setContentsMargins(13, 8, 13, 9)
         self.text = _text(text, "ViewerText")
+        wide = self.text.fontMetrics().horizontalAdvance(text) + 4
+        self.text.setMinimumWidth(min(wide, 260))
         bl.addWidget(self.text)
-        col.addWidget(bubble, 0, Qt.AlignmentFlag.AlignRight)
-        row.addLayout(col, 4)
+        row.addWidget(bubble)
+        col.addLayout(row)
 
 
 class HostBubble(QWidget):
