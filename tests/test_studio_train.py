@@ -156,6 +156,51 @@ def test_a_vanished_process_is_failed_with_the_reason_on_attach(hat_home: Path) 
     assert can_resume(run)
 
 
+def test_a_removed_run_folder_replays_from_the_store(hat_home: Path) -> None:
+    import shutil
+
+    from core.train.monitor import RunTracker
+    from core.train.runs import sync
+
+    run_dir = hat_home / "runs" / "sft-old"
+    writer = EventWriter(run_dir)
+    writer.phase("training", total=2)
+    for step in (1, 2):
+        writer.emit("log", step=step, total=2, loss=1.0 / step, elapsed_s=step, eta_s=0)
+    writer.phase("done")
+    writer.close()
+    with Store.open() as store:
+        add_run(store, RunRecord(id="sft-old", stage="sft", status="done", config="{}",
+                                 run_dir=str(run_dir)))  # fmt: skip
+        sync(store, "sft-old")
+        shutil.rmtree(run_dir)
+        update = RunTracker("sft-old").poll(store)
+    state = MonitorState()
+    state.apply(update.events)
+    assert state.series["loss"].xs == [1, 2] and state.phase == "done"
+
+
+def test_a_pipeline_runs_in_its_own_detached_process(hat_home: Path, tmp_path: Path) -> None:
+    """The real orchestrator (`hat train resume <id>`), given a stage that cannot start (an
+    unknown model name passes the form but not the registry): the pipeline ends failed with
+    that stage's reason, in the workspace it was launched for."""
+    from core.train.config import detect_environment, parse_pipeline
+    from core.train.launcher import launch_pipeline
+
+    data = tmp_path / "rows.jsonl"
+    data.write_text('{"messages": []}\n')
+    config = parse_pipeline({"model": "no-such-model", "sft": {"data": [str(data)]}})
+    workspace = tmp_path / "workspace"
+    with Store.open(workspace / "hat.db") as store:
+        run, proc = launch_pipeline(store, config, detect_environment(), home=workspace)
+        assert proc.wait(timeout=300) == 1
+        run = get_run(store, run.id)
+    assert Path(run.run_dir).parent == workspace / "runs"
+    assert run.status == "failed" and run.reason is not None
+    assert "stage sft could not start" in run.reason and "no-such-model" in run.reason
+    assert "pipeline" in (Path(run.run_dir) / "pipeline.log").read_text()
+
+
 # ----------------------------------------------------------------------------- GUI helpers
 
 
@@ -270,6 +315,45 @@ def test_train_form_validates_as_you_type(qapp: Any, hat_home: Path) -> None:
         assert "hat train pipeline --config" in page.command_view.toPlainText()
         assert page.config is not None and page.config.opd is None
         assert page.config.sft.learning_rate == pytest.approx(1e-4)
+    finally:
+        _shut(win)
+
+
+def test_gpu_choice_and_scale_out_shape_the_command(
+    qapp: Any, hat_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HAT_GPU_COUNT (the project's override of GPU detection) stands in for the GPUs this
+    machine does not have; nothing is launched."""
+    monkeypatch.setenv("HAT_GPU_COUNT", "2")
+    data = hat_home / "rows.jsonl"
+    data.write_text('{"messages": []}\n')
+    win = _open(hat_home)
+    try:
+        page = _train_page(win)
+        assert [b.text() for b in page.gpu_boxes] == ["GPU 0 · GPU 0", "GPU 1 · GPU 1"]
+        page.forms["sft"].set_values({"model": "any-model", "data": str(data)})
+        _checked(page)
+        command = page.command_view.toPlainText()
+        assert "-m accelerate.commands.launch --config_file" in command
+        assert "--num_processes 2" in command and "distributed_type: MULTI_GPU" in command
+        page.gpu_boxes[0].setChecked(False)  # only GPU 1
+        _checked(page)
+        assert page.devices() == ({"num_gpus": 1}, [1])
+        command = page.command_view.toPlainText()
+        assert "CUDA_VISIBLE_DEVICES=1 " in command and "--num_processes 1" in command
+        page.gpu_boxes[0].setChecked(True)
+        page.launch_form.set_values({"launch.distributed": "fsdp2"})
+        _checked(page)
+        assert "distributed_type: FSDP" in page.command_view.toPlainText()
+        page.launch_form.set_values({"launch.num_machines": "2"})
+        _checked(page)
+        error = page.launch_form.fields["launch.num_machines"].error.text()
+        assert "main_process_ip" in error  # the model's own check, under its field
+        page.launch_form.set_values({"launch.main_process_ip": "10.0.0.1"})
+        _checked(page)
+        command = page.command_view.toPlainText()
+        assert "--num_machines 2" in command and "--main_process_ip 10.0.0.1" in command
+        assert "--num_processes 4" in command
     finally:
         _shut(win)
 

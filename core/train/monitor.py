@@ -35,11 +35,12 @@ from typing import Any
 import yaml
 
 from core.store import Store
-from core.store.training import RunRecord, get_run, list_runs, update_run
+from core.store.training import RunRecord, get_run, list_runs, run_events, update_run
 from core.store.types import utcnow
 from core.train.events import Event, events_path, read_events
 from core.train.runs import (
     LOG_FILE,
+    describe_exit,
     finalize,
     latest_checkpoint,
     process_alive,
@@ -336,6 +337,8 @@ class RunTracker:
         run = get_run(store, self.run_id)
         if run.status == "running":
             run = self._settle(store, run)
+        elif run.status == "created" and self.proc is not None and self.proc.poll() is not None:
+            run = self._never_ran(store, run, self.proc.returncode)
         children: list[RunRecord] = []
         source = run
         if run.stage == "pipeline":
@@ -350,8 +353,29 @@ class RunTracker:
             self.follower = RunFollower(Path(source.run_dir))
             self.source = source.id
             reset = True
+            if not events_path(Path(source.run_dir)).is_file() and source.finished:
+                # the run folder is gone: its history is still in the store
+                return RunUpdate(run, run_events(store, source.id), "", source.id, children, True)
         events, log = self.follower.read()
         return RunUpdate(run, events, log, source.id, children, reset)
+
+    def _never_ran(self, store: Store, run: RunRecord, code: int) -> RunRecord:
+        """The process this studio started ended before the run began (a pipeline's
+        orchestrator that could not start): failed, with its exit status and last lines."""
+        run = get_run(store, run.id)  # it may have moved on meanwhile
+        if run.status != "created":
+            return run
+        tail = ""
+        for name in ("pipeline.log", LOG_FILE):
+            path = Path(run.run_dir) / name
+            if path.is_file():
+                text = path.read_bytes()[-4000:].decode("utf-8", errors="replace")
+                tail = "\n".join(text.strip().splitlines()[-10:])
+                break
+        reason = describe_exit(code) + (f"\n{tail}" if tail else "")
+        return update_run(
+            store, run.id, status="failed", reason=reason, exit_code=code, ended_at=utcnow()
+        )
 
     def _settle(self, store: Store, run: RunRecord) -> RunRecord:
         code = self.proc.poll() if self.proc is not None else None

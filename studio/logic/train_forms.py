@@ -13,6 +13,7 @@ for a bad value is the model's own, with the field named. Nested models (`lora`,
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from collections.abc import Iterable
@@ -26,7 +27,7 @@ Kind = Literal["bool", "choice", "int", "float", "text", "list"]
 SECTIONS: dict[str, tuple[str, ...]] = {
     title: tuple(names.split())
     for title, names in {
-        "Model": "model adapter teacher output_name method merge",
+        "Model": "model name adapter teacher output_name method merge",
         "Data": "data max_length loss_on system_prompt max_rows packing prompts max_prompts "
         "tasks per_category task_seed harness sampler turn groups",
         "Optimisation": "max_steps epochs per_device_batch_size global_batch_size "
@@ -151,7 +152,7 @@ def form_fields(
             out += form_fields(nested, exclude=skip, prefix=path)
             continue
         kind, nullable, choices, single = _kind(info.annotation)
-        default = info.get_default(call_default_factory=True)
+        default = None if info.is_required() else info.get_default(call_default_factory=True)
         help_text = (info.description or "").strip()
         if not help_text and choices:
             help_text = f"One of: {', '.join(choices)}."
@@ -238,8 +239,9 @@ def field_errors(
 ) -> tuple[dict[str, str], list[str]]:
     """({field path: message}, messages that name no field of the form).
 
-    A problem's field is `prefix.path[.index]`; a model-level check names its field in the
-    message's first word ("output_name 'x y' must be ...", "machine_rank 1 must be ...").
+    A problem's field is `prefix.path[.index]`; a model-level check (its location is the
+    model) goes to the first field its message names ("output_name 'x y' must be ...", "a
+    multi-node run (num_machines > 1) needs main_process_ip").
     """
     paths = sorted((s.path for s in specs), key=len, reverse=True)
     by_name = {s.name: s.path for s in specs}
@@ -250,12 +252,14 @@ def field_errors(
         if prefix and (key == prefix or key.startswith(prefix + ".")):
             key = key[len(prefix) + 1 :]
         target = next((p for p in paths if key == p or key.startswith(p + ".")), None)
-        if target is None:
-            first = message.split(" ", 1)[0]
-            scope = f"{key}.{first}" if key else first
-            target = next((p for p in paths if p == scope), None) or (
-                by_name.get(first) if not key else None
-            )
+        if target is None:  # a model-level check: the first field its message names
+            for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", message):
+                scope = f"{key}.{word}" if key else word
+                target = next((p for p in paths if p == scope), None) or (
+                    by_name.get(word) if not key else None
+                )
+                if target is not None:
+                    break
         if target is None:
             other.append(f"{where}: {message}" if where else message)
         else:

@@ -187,6 +187,10 @@ class RunMonitor(QWidget):
         self.tabs.setDocumentMode(True)
         self.log = CodeEdit(read_only=True)
         self.log.setMaximumBlockCount(2000)
+        self._follow_log = True
+        self._log_updating = False
+        self.log.verticalScrollBar().rangeChanged.connect(self._log_range)
+        self.log.verticalScrollBar().valueChanged.connect(self._log_scrolled)
         self.config_view = CodeEdit(read_only=True)
         self.details = CodeEdit(read_only=True)
         self.details.setLineWrapMode(CodeEdit.LineWrapMode.WidgetWidth)
@@ -231,6 +235,7 @@ class RunMonitor(QWidget):
         self._config_for = None
         self._header_key = None
         self._gpu_key = None
+        self._follow_log = True
         self.log.clear()
         self.config_view.clear()
         self.details.clear()
@@ -351,7 +356,9 @@ class RunMonitor(QWidget):
                 if resumable
                 else " Restart runs it again from the start (no checkpoint was saved)."
             )
-            tail = "\n".join([ln for ln in reason.splitlines()[1:] if not _progress(ln)][-3:])
+            tail = "\n".join(
+                [ln for ln in reason.splitlines()[1:] if ln.strip() and not _progress(ln)][-3:]
+            )
             text = f"Failed: {first or 'no reason recorded'}.{hint}"
             if tail:
                 text += "\n" + tail
@@ -458,17 +465,26 @@ class RunMonitor(QWidget):
         if new <= 0:
             return
         lines = list(state.log_lines)
+        follow, self._log_updating = self._follow_log, True
         if new >= len(lines):
             self.log.setPlainText("\n".join(lines))
         else:
             self.log.appendPlainText("\n".join(lines[-new:]))
+        self._log_updating, self._follow_log = False, follow
+        if follow:
+            bar = self.log.verticalScrollBar()
+            bar.setValue(bar.maximum())
         self._log_shown = state.log_total
-        self._log_to_end()
-        QTimer.singleShot(0, self._log_to_end)  # once the new text is laid out
 
-    def _log_to_end(self) -> None:
-        bar = self.log.verticalScrollBar()
-        bar.setValue(bar.maximum())
+    def _log_range(self, _low: int, high: int) -> None:
+        """Keep following the end of the log unless the reader scrolled up."""
+        if self._follow_log:
+            self.log.verticalScrollBar().setValue(high)
+
+    def _log_scrolled(self, value: int) -> None:
+        if self._log_updating:  # setting the text scrolls to the top; not the reader
+            return
+        self._follow_log = value >= self.log.verticalScrollBar().maximum() - 2
 
     def _render_config(self, run: RunRecord) -> None:
         key = (run.id, run.status)

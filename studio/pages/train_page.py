@@ -552,7 +552,8 @@ class TrainPage(QWidget):
                     plan = batch_plan(first, env)
                     plan_text = (
                         f"{per} process{'es' if per > 1 else ''} on the {where}{machines} · "
-                        f"{plan.global_batch} rows per step ({plan.per_device} per device × "
+                        f"{plan.global_batch} row{'s' if plan.global_batch > 1 else ''} per "
+                        f"step ({plan.per_device} per device × "
                         f"{plan.processes} × {plan.accumulation} accumulation)"
                     )
                 except Exception:  # reported by check_launch
