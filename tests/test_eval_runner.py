@@ -403,14 +403,19 @@ def test_cli_run_list_show(hat_home: Path) -> None:
 
 
 def short_harness(store: Store) -> str:
-    """The demo harness cut down for CPU tests: one model call per request and only the
-    persona section in the system prompt (~110 tokens instead of ~2,800: on a shared 2-core
-    CPU the demo model needs about a minute to prefill the full prompt). The tools, skills
-    and hooks stay, so the loop, the simulator and the graders run exactly as in a real run."""
+    """The demo harness cut down for CPU tests: one model call per request, a system prompt
+    of ~550 tokens instead of ~2,800 (persona, skill index and tool block only; one tool and
+    one skill enabled: on a shared 2-core CPU the demo model needs about a minute to prefill
+    the full prompt). The first task of LS-QA (a price ask) needs nothing else, so the loop,
+    the simulator, the HSA variants and the graders run as in a real run."""
     harness = load_demo_harness()
     harness.settings.max_turns = 1
     for section in harness.prompt.sections:
-        section.enabled = section.id == "persona"
+        section.enabled = section.id in ("persona", "skills", "tools")
+    for tool in harness.tools:
+        tool.enabled = tool.name == "get_product_by_link"
+    for skill in harness.skills:
+        skill.enabled = skill.name == "product-qa"
     return store.commit(harness, "cut down for CPU tests").id
 
 
@@ -422,8 +427,9 @@ def test_real_run_against_served_model(store: Store, transformers_server: Any) -
         harness=short_harness(store),
         limit=1,
         variants=2,
-        max_tokens=16,
-        call_timeout_s=300,
+        max_tokens=8,
+        call_timeout_s=600,
+        item_timeout_s=1800,
         base_url=transformers_server.base_url,
     )
     run = run_eval(store, request)
@@ -434,7 +440,8 @@ def test_real_run_against_served_model(store: Store, transformers_server: Any) -
         assert row.trace_id is not None and row.latency_s is not None and row.latency_s > 0
         assert set(row.grades) >= {"accuracy", "effectiveness", "skill_selection"}
         if row.status is ResultStatus.FAILED:  # a 135M model may loop or stay silent
-            assert (row.reason or "").split(":")[0] in ("max_turns", "empty_output")
+            kind = (row.reason or "").split(":")[0]
+            assert kind in ("max_turns", "empty_output"), row.reason
         trace = load_trace(store, run.id, row.key)
         assert trace is not None and trace["request_id"] == row.trace_id
         assert trace["messages"][0]["role"] == "system" and len(trace["steps"]) >= 1
@@ -487,9 +494,10 @@ def test_managed_server_restarted_once_then_run_fails(
         model="demo-eval",
         suites=[Suite.LS_QA],
         harness=version,
-        limit=4,
-        max_tokens=8,
-        call_timeout_s=60,
+        limit=3,
+        max_tokens=4,
+        call_timeout_s=600,
+        item_timeout_s=1800,
     )
     run = run_eval(store, request, on_progress=on_progress)
     assert killed == [1, 2]
@@ -499,7 +507,8 @@ def test_managed_server_restarted_once_then_run_fails(
     assert len(rows) == 3
     # the first two items answered (the second after the restart); a 135M model may still
     # fail them on its own (max_turns, empty output), never for the server
-    assert all(not (r.reason or "").startswith("model_error") for r in rows[:2])
+    reasons = [r.reason for r in rows]
+    assert all(not (r or "").startswith("model_error") for r in reasons[:2]), reasons
     last = rows[2]
     assert last.status is ResultStatus.FAILED and last.reason is not None
     assert last.reason.startswith("model_error: ") and "after its one restart" in last.reason
@@ -520,3 +529,17 @@ def test_event_loop_api(store: Store) -> None:
         return run.status
 
     assert asyncio.run(main()) is RunStatus.DONE
+
+
+def test_plan_eval_matches_total_and_delete(store: Store) -> None:
+    from core.eval.api import delete_eval_run, plan_eval
+
+    request = EvalRequest(model="o", suites=[Suite.LS_QA, Suite.HV_QA], limit=2, variants=3)
+    planned = plan_eval(request)
+    run = run_eval(store, request, client_factory=oracle())
+    assert run.total == len(planned) == 8
+    assert {r.key for r in load_results(store, run.id)} == {i.key for i in planned}
+    delete_eval_run(store, run.id)
+    assert list_eval_runs(store) == []
+    with pytest.raises(StoreError):
+        load_results(store, run.id)

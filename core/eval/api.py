@@ -405,6 +405,23 @@ def get_eval_run(store: Store, run_id: str) -> EvalRun:
     return get_run(store, run_id)
 
 
+def delete_eval_run(store: Store, run_id: str) -> None:
+    """Remove a run and its rows (its latency rows stay with the serving statistics)."""
+    from core.eval.store import delete_run
+
+    delete_run(store, run_id)
+
+
+def plan_eval(request: EvalRequest) -> list[EvalItem]:
+    """The items a request will run, in order (what `EvalRun.total` counts), without running
+    anything: for a page that shows the size of a run before it starts. Raises EvalError
+    when the IFEval prompts cannot be loaded."""
+    from core.eval.runner import ifeval_prompts, plan_items
+
+    records = ifeval_prompts(request.ifeval_path) if Suite.IFEVAL in request.suites else None
+    return plan_items(request, ifeval_records=records)
+
+
 def load_results(store: Store, run_id: str, *, suite: Suite | None = None) -> list[EvalResult]:
     """The rows of a run in a stable order (suite, task, variant seed, sample)."""
     from core.eval.store import load_results as _load
