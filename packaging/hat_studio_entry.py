@@ -39,7 +39,7 @@ def _home_from(argv: list[str]) -> str | None:
 def _apply_defaults(argv: list[str]) -> None:
     from pathlib import Path
 
-    from core.doctor.checks import default_home
+    from core.doctor.local import default_home
     from core.doctor.pythons import apply_packaged_defaults, is_packaged
 
     if not is_packaged():

@@ -22,7 +22,8 @@ import pytest
 from typer.testing import CliRunner
 
 from core.cli.main import app
-from core.doctor import GIB, DoctorOptions, Report, Status, migrate_database, pythons, run_doctor
+from core.doctor import GIB, DoctorOptions, Report, Status, pythons
+from core.doctor.checks import migrate_database, run_doctor
 from core.doctor.envs import gpu_result
 from core.doctor.local import check_database, check_home, schema_state
 from core.doctor.probe import ProbeResult, probe

@@ -18,10 +18,12 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,9 +124,15 @@ def _smoke_wanted() -> bool:
     return importlib.util.find_spec("PyInstaller") is not None
 
 
-smoke = pytest.mark.skipif(
+_skip = pytest.mark.skipif(
     not _smoke_wanted(), reason="packaging smoke off: needs PyInstaller or HAT_PACKAGING_SMOKE=1"
 )
+
+
+def smoke(test: Any) -> Any:
+    """Slow, skipped unless wanted, and allowed the build's time (whichever test runs first
+    builds the bundle in its fixture)."""
+    return pytest.mark.slow(pytest.mark.timeout(BUILD_TIMEOUT_S + 300)(_skip(test)))
 
 
 @pytest.fixture(scope="module")
@@ -136,22 +144,23 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return folder
     out = tmp_path_factory.mktemp("pyinstaller")
     started = time.monotonic()
-    done = subprocess.run(
-        [
-            "bash",
-            str(PACKAGING / "build.sh"),
-            "--distpath",
-            str(out / "dist"),
-            "--workpath",
-            str(out / "work"),
-        ],
-        capture_output=True,
+    command = ["bash", str(PACKAGING / "build.sh"), "--distpath", str(out / "dist")]
+    proc = subprocess.Popen(
+        [*command, "--workpath", str(out / "work")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
-        timeout=BUILD_TIMEOUT_S,
+        start_new_session=True,  # PyInstaller's own children go with it on timeout
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    print(f"\nbuild: {time.monotonic() - started:.0f} s; {done.stdout.strip().splitlines()[-1]}")
+    try:
+        stdout, stderr = proc.communicate(timeout=BUILD_TIMEOUT_S)
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    assert proc.returncode == 0, stdout[-3000:] + stderr[-3000:]
+    print(f"\nbuild: {time.monotonic() - started:.0f} s; {stdout.strip().splitlines()[-1]}")
     return out / "dist" / "hat-studio"
 
 
@@ -161,7 +170,6 @@ def _bundle_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.mark.slow
 @smoke
 def test_built_app_opens_its_window_offscreen(bundle: Path, tmp_path: Path) -> None:
     from core.doctor.local import schema_state
@@ -185,7 +193,6 @@ def test_built_app_opens_its_window_offscreen(bundle: Path, tmp_path: Path) -> N
     print(f"\nsmoke start to workspace opened: {seconds:.1f} s; bundle {size_mb:.0f} MB")
 
 
-@pytest.mark.slow
 @smoke
 def test_bundle_leaves_out_the_torch_stack_and_qml(bundle: Path) -> None:
     names = [str(p.relative_to(bundle)) for p in bundle.rglob("*")]
@@ -198,7 +205,6 @@ def test_bundle_leaves_out_the_torch_stack_and_qml(bundle: Path) -> None:
     assert (bundle / "_internal" / "resources" / "demo" / "live-host" / "harness.yaml").is_file()
 
 
-@pytest.mark.slow
 @smoke
 def test_bundled_cli_finds_the_training_environment(bundle: Path, tmp_path: Path) -> None:
     """`hat doctor` inside the bundle: no training environment is a FAIL with the fix; a
@@ -231,7 +237,6 @@ def test_bundled_cli_finds_the_training_environment(bundle: Path, tmp_path: Path
     assert f"{home}/envs/training/bin/python" in str(checks["training"]["details"])
 
 
-@pytest.mark.slow
 @smoke
 def test_appdir_assembles(bundle: Path, tmp_path: Path) -> None:
     appdir = tmp_path / "HAT_Studio.AppDir"

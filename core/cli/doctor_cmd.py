@@ -19,7 +19,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from core.cli.common import console, fail
-from core.doctor import GIB, DoctorOptions, Report, Status, default_home, migrate_database
+from core.doctor import GIB, DoctorOptions, Report, Status
+from core.doctor.checks import default_home, migrate_database
 
 app = typer.Typer(help="Check this installation: environments, GPU, model, disk, database.")
 
@@ -80,7 +81,7 @@ def doctor(
 ) -> None:
     """Check Python, the training and serving environments, the GPU, the demo model, free
     disk, the home folder and the database; print what is wrong and how to fix it."""
-    from core.doctor import run_doctor
+    from core.doctor.checks import run_doctor
     from core.store import StoreError
 
     if min_free_gb < 0 or timeout <= 0:

@@ -1,5 +1,6 @@
 """`hat doctor`: is this machine ready to run HAT Studio, and if not, what exactly to do.
 
+    from core.doctor.checks import default_home, run_doctor
     report = run_doctor(DoctorOptions(home=default_home()))
     for result in report.results: print(result.status.name, result.title, result.fix)
 
@@ -8,9 +9,11 @@ alembic head, or migrations pending); the embedded demo model (registered, folde
 the training environment and `transformers serve` (probed in child processes: core never imports
 torch); the vLLM environment when there is one; the GPU through NVML (CPU-only is information,
 not an error). Also where the packaged app finds its Python environments (`pythons`).
+
+The package itself imports only the report types, so the packaged app's entry point can use
+`pythons` and `local.default_home` without loading the checks (SQLAlchemy, alembic) at start.
 """
 
-from core.doctor.checks import default_home, migrate_database, run_doctor
 from core.doctor.report import GIB, CheckResult, DoctorOptions, Report, Status
 
 __all__ = [
@@ -19,7 +22,4 @@ __all__ = [
     "DoctorOptions",
     "Report",
     "Status",
-    "default_home",
-    "migrate_database",
-    "run_doctor",
 ]

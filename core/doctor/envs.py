@@ -109,7 +109,9 @@ def _env_result(
             Status.FAIL,
             result.error,
             details + result.stderr_tail[-3:],
-            f"export {var}=/path/to/a/python/with/hat-studio[training]   "
+            _packaged_env_fix(home)
+            if is_packaged()
+            else f"export {var}=/path/to/a/python/with/hat-studio[training]   "
             f"(or unset {var} to use the interpreter running hat)",
         )
     if result.version is not None:
