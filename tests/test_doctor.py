@@ -277,6 +277,7 @@ def test_training_python_without_torch_fails(
     """Full import mode: the bare interpreter fails every import at once (fast)."""
     monkeypatch.setenv("HAT_TRAINING_PYTHON", str(bare_python))
     monkeypatch.setenv("HAT_TRANSFORMERS_PYTHON", str(bare_python))
+    monkeypatch.setenv("HAT_VLLM_PYTHON", str(bare_python))  # importing vllm takes ~30 s
     report = doctor(hat_home, quick=False)
     training = report.get("training")
     assert training.status is Status.FAIL and report.failed
@@ -341,8 +342,12 @@ def test_probe_survives_a_child_that_prints_nothing_useful(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
-def test_full_import_probe_of_the_project_environment(hat_home: Path, db_at_head: Path) -> None:
-    """The default mode imports torch, transformers, TRL, PEFT and the serve entry point."""
+def test_full_import_probe_of_the_project_environment(
+    hat_home: Path, db_at_head: Path, bare_python: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default mode imports torch, transformers, TRL, PEFT and the serve entry point (the
+    vLLM probe is pointed at a bare interpreter: importing vllm alone takes ~30 s)."""
+    monkeypatch.setenv("HAT_VLLM_PYTHON", str(bare_python))
     report = doctor(hat_home, quick=False)
     training, serving = report.get("training"), report.get("serving")
     assert training.status is Status.OK, training

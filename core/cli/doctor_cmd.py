@@ -106,7 +106,9 @@ def doctor(
         report = run_doctor(options)
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
-        with console.status("checking (the environment probes import torch: up to ~30 s)"):
+        with console.status(
+            "checking (the environment probes import torch and vllm: up to a minute)"
+        ):
             report = run_doctor(options)
         console.print(render(report))
         counts = {s: sum(r.status is s for r in report.results) for s in Status}
