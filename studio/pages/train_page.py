@@ -494,9 +494,13 @@ class TrainPage(QWidget):
         self._update_summaries()
         self.config = config
         self._form_problems = other + [
-            f"{path}: {message}" for errors in found.values() for path, message in errors.items()
+            message if message.startswith(path.rsplit(".", 1)[-1] + " ") else f"{path}: {message}"
+            for errors in found.values()
+            for path, message in errors.items()
         ]
         self._token += 1
+        if config is None:  # no command for a config that does not validate
+            self.command_view.set_text_keep("# the command appears once the configuration is valid")
         self._render_check(pending=config is not None)
         if config is not None:
             self._check_timer.start()
@@ -602,9 +606,15 @@ class TrainPage(QWidget):
             items = "".join(f"<li>{_html(line)}</li>" for line in lines[:12])
             more = f"<li>… {len(lines) - 12} more</li>" if len(lines) > 12 else ""
             count = f"{len(lines)} problem{'s' if len(lines) > 1 else ''} before this can start"
+            note = (
+                f"<span style='color:{theme.color('text-faint')}'>The checks against this "
+                "machine (files, devices, batch) run once these are fixed.</span>"
+                if self.config is None
+                else ""
+            )
             self.check_text.setText(
                 f"<span style='color:{ok}; font-weight:600'>{count}</span>"
-                f"<ul style='margin-left:-18px'>{items}{more}</ul>"
+                f"<ul style='margin-left:-18px'>{items}{more}</ul>{note}"
             )
             return
         good = theme.color("success")

@@ -221,8 +221,9 @@ class ModelForm(QWidget):
         differs = current != default
         if spec.kind not in ("bool", "choice"):
             differs = str(current).strip() != str(default)
-        shown = spec.text(spec.default) or "not set"
-        self.fields[path].aside.setText(f"default: {shown}" if differs else "")
+        shown = spec.text(spec.default)
+        # no note for fields without a default value (a model name): nothing to return to
+        self.fields[path].aside.setText(f"default: {shown}" if differs and shown else "")
 
     # ------------------------------------------------------------------ values
 
