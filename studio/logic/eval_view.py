@@ -369,10 +369,21 @@ def model_label(model: str, adapter: str | None = None) -> str:
     if model == ORACLE:
         label = "oracle"
     elif model.startswith(f"{ORACLE_FIXED}@"):
-        label = f"oracle fixed @ {model.split('@', 1)[1]}"
+        label = f"oracle fixed @ {model.split('@', 1)[1][:7]}"
     else:
         label = model
     return f"{label} + {adapter}" if adapter else label
+
+
+def when(moment: Any, now: Any = None) -> str:
+    """`14:05` today, `Nov 30` before."""
+    from datetime import datetime
+
+    if moment is None:
+        return ""
+    local = moment.astimezone()
+    today = (now or datetime.now().astimezone()).date()
+    return local.strftime("%H:%M") if local.date() == today else local.strftime("%b %d")
 
 
 @dataclass(frozen=True)
@@ -393,7 +404,7 @@ def run_rows(runs: list[EvalRun], labels: dict[str, tuple[str, ...]] | None = No
     out = []
     for run in sorted(runs, key=lambda r: r.created_at or r.id, reverse=True):
         tags = (labels or {}).get(run.harness_version or "", ())
-        version = (run.harness_version or "")[:10] + (f" · {tags[0]}" if tags else "")
+        version = (run.harness_version or "")[:7] + (f" {tags[0]}" if tags else "")
         out.append(
             RunRow(
                 run=run,
@@ -404,9 +415,7 @@ def run_rows(runs: list[EvalRun], labels: dict[str, tuple[str, ...]] | None = No
                 status=run.status.value,
                 progress=run.done / run.total if run.total else 0.0,
                 pass_rate=run.passed / run.done if run.done else None,
-                created=run.created_at.astimezone().strftime("%b %d %H:%M")
-                if run.created_at
-                else "",
+                created=when(run.created_at),
             )
         )
     return out

@@ -9,6 +9,8 @@ when the theme changes (the application stylesheet stays the shared one).
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Sequence
 
 from PySide6.QtCore import Qt
@@ -39,6 +41,8 @@ ICONS = {
     "status": ("alert", "danger"),
 }
 RESULT_LINES = 7
+ZWSP = "\u200b"
+_LONG = re.compile(r"\S{36,}")
 
 QSS = """
 #Conversation, #ConversationBody { background: @surface; }
@@ -53,6 +57,7 @@ QFrame#Turn[kind="tool"][ok="false"] { border: 1px solid @removed-strong; }
 QFrame#Turn[kind="skill"] { background: transparent; border: 1px dashed @border-strong; }
 #TurnTitle { font-weight: 600; font-size: 12.5px; color: @text; }
 #TurnMono { font-family: "@mono-family"; font-size: 11.5px; color: @text-muted; }
+#TurnCall { font-family: "@mono-family"; font-size: 11.5px; }
 #TurnBody { font-size: 12.5px; color: @text; }
 #TurnViewer { font-size: 13.5px; color: @accent-text; font-weight: 550; }
 #TurnMeta { font-size: 11px; color: @text-faint; }
@@ -70,6 +75,26 @@ def themed(template: str) -> str:
     for token in sorted(palette, key=len, reverse=True):
         template = template.replace(f"@{token}", palette[token])
     return template.replace("@mono-family", theme.mono_font().family())
+
+
+def breakable(text: str) -> str:
+    """Text a word-wrapping label can fit in a narrow pane: long unbroken runs (tool lists,
+    identifiers, URLs) get zero-width break opportunities after `,` `_` `/` `.` `-` `=`, and
+    every 24 characters when they have none (a QLabel never breaks inside a word, and one
+    long word would make the whole card wider than its pane)."""
+
+    def split(match: re.Match[str]) -> str:
+        word = re.sub(r"([,_/.\-=])", "\\1" + ZWSP, match.group(0))
+        if ZWSP not in word:
+            word = ZWSP.join(word[i : i + 24] for i in range(0, len(word), 24))
+        return word
+
+    return _LONG.sub(split, text)
+
+
+def plain(label_text: str) -> str:
+    """The text as the user copies it (without the break opportunities)."""
+    return label_text.replace(ZWSP, "")
 
 
 class TurnCard(QFrame):
@@ -97,12 +122,18 @@ class TurnCard(QFrame):
             if item.body:
                 head.addWidget(label(f"· {item.body.splitlines()[0][:80]}", "TurnMeta"))
         elif item.kind == "tool":
-            name = label(item.title, "TurnTitle")
-            name.setFont(theme.mono_font(12))
-            head.addWidget(name)
-            args = label(f"({item.body})", "TurnMono", wrap=True)
-            args.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            head.addWidget(args, 1)
+            # name and arguments in one wrapping label: it fits a narrow pane
+            call = label("", "TurnCall", wrap=True)
+            call.setTextFormat(Qt.TextFormat.RichText)
+            call.setText(
+                f"<span style='font-weight:600; color:{theme.color('text')}; font-size:12.5px'>"
+                f"{html.escape(breakable(item.title))}</span>&nbsp; "
+                f"<span style='color:{theme.color('text-muted')}'>"
+                f"({html.escape(breakable(item.body))})</span>"
+            )
+            call.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            call.setMinimumWidth(60)
+            head.addWidget(call, 1)
         elif item.kind == "viewer":
             head.addWidget(label("Viewer", "TurnMeta"))
         else:
@@ -121,12 +152,12 @@ class TurnCard(QFrame):
             head.addWidget(label(meta, "TurnMeta"), 0, Qt.AlignmentFlag.AlignTop)
         lay.addLayout(head)
         if item.kind == "viewer":
-            body = label(item.body, "TurnViewer", wrap=True)
+            body = label(breakable(item.body), "TurnViewer", wrap=True)
             body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             lay.addWidget(body)
         elif item.kind in ("reply", "say", "blocked", "reminder", "hook", "error", "status"):
             if item.body:
-                body = label(item.body, "TurnBody", wrap=True)
+                body = label(breakable(item.body), "TurnBody", wrap=True)
                 body.setTextFormat(Qt.TextFormat.PlainText)
                 body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
                 lay.addWidget(body)
@@ -135,7 +166,8 @@ class TurnCard(QFrame):
 
     def _add_result(self, lay: QVBoxLayout, item: TurnItem) -> None:
         lines = item.result.splitlines() or [""]
-        short = "\n".join(lines[:RESULT_LINES])
+        short = breakable("\n".join(lines[:RESULT_LINES]))
+        full = breakable(item.result)
         result = label(short, "TurnResult", wrap=True)
         result.setProperty("ok", "true" if item.ok else "false")
         result.setTextFormat(Qt.TextFormat.PlainText)
@@ -151,7 +183,7 @@ class TurnCard(QFrame):
 
             def toggle() -> None:
                 expanded["on"] = not expanded["on"]
-                result.setText(item.result if expanded["on"] else short)
+                result.setText(full if expanded["on"] else short)
                 more.setText("Show less" if expanded["on"] else f"Show all {len(lines)} lines")
 
             more.clicked.connect(toggle)

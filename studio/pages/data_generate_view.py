@@ -35,7 +35,7 @@ from studio.context import StudioContext
 from studio.logic.data_generate import SAMPLER_CHOICES
 from studio.logic.data_tasks import SOURCES
 from studio.pages.data_conversation import themed
-from studio.pages.data_widgets import Pane, fill_combo, stop_on_close
+from studio.pages.data_widgets import Pane, elastic_combo, fill_combo, stop_on_close
 from studio.widgets.common import (
     Banner,
     Field,
@@ -154,7 +154,7 @@ class GenerateView(QWidget):
         self.sampler = QComboBox()
         for key, text in SAMPLER_CHOICES:
             self.sampler.addItem(text, key)
-        self.version = QComboBox()
+        self.version = elastic_combo()
         self.version.setMinimumWidth(200)
         self.per_category_field = Field("Size", self.per_category)
         grid.addWidget(Field("Tasks", self.source), 0, 0)

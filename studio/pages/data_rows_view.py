@@ -27,7 +27,7 @@ from studio.context import StudioContext
 from studio.logic.data_rows import GRADERS
 from studio.logic.data_tasks import category_label
 from studio.pages.data_conversation import ConversationView
-from studio.pages.data_widgets import FactsGrid, GradesPanel, Pane, fill_combo
+from studio.pages.data_widgets import FactsGrid, GradesPanel, Pane, elastic_combo, fill_combo
 from studio.widgets.common import Banner, Segmented, chip, clear_layout, label, tool_button
 from studio.widgets.tables import Column, RecordTable
 
@@ -80,7 +80,7 @@ class TrajectoriesView(QWidget):
         top = QHBoxLayout()
         top.setSpacing(10)
         top.addWidget(label("Dataset", "FieldLabel"))
-        self.file = QComboBox()
+        self.file = elastic_combo(30)
         self.file.setMinimumWidth(330)
         top.addWidget(self.file, 1)
         self.reload = tool_button("history", "Reload the dataset list and the file")
@@ -194,7 +194,7 @@ class TrajectoriesView(QWidget):
         detail.setSizes([760, 380])
         detail.setStretchFactor(0, 1)
         split.addWidget(detail)
-        split.setSizes([290, 470])
+        split.setSizes([262, 500])
         lay.addWidget(split, 1)
 
         self._filter_timer = QTimer(self)

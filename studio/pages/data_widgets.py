@@ -159,3 +159,12 @@ def stop_on_close(widget: QWidget, ctx: Any, stop: Callable[[], None]) -> None:
     if window is widget:
         return
     window.installEventFilter(_CloseGuard(window, ctx, stop))
+
+
+def elastic_combo(min_chars: int = 14) -> QComboBox:
+    """A combo whose long items (version messages, file names) do not set its minimum width:
+    it shrinks with its pane and elides, instead of pushing the form wider than the window."""
+    combo = QComboBox()
+    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+    combo.setMinimumContentsLength(min_chars)
+    return combo

@@ -9,7 +9,6 @@ from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QComboBox,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -29,7 +28,7 @@ from studio.context import StudioContext
 from studio.logic.eval_view import SUITE_CHOICES
 from studio.pages.data_conversation import ConversationView, themed
 from studio.pages.data_generate_view import PROGRESS_QSS
-from studio.pages.data_widgets import Pane, fill_combo, stop_on_close
+from studio.pages.data_widgets import Pane, elastic_combo, fill_combo, stop_on_close
 from studio.pages.evaluate_run_view import ModelPicker, version_items
 from studio.widgets.common import Banner, Field, button, label
 from studio.widgets.tables import Column, RecordTable
@@ -84,8 +83,8 @@ class ImpactView(QWidget):
         grid.setVerticalSpacing(6)
         self.picker = ModelPicker()
         grid.addWidget(self.picker, 0, 0, 1, 2)
-        self.from_version = QComboBox()
-        self.to_version = QComboBox()
+        self.from_version = elastic_combo(20)
+        self.to_version = elastic_combo(20)
         for c in (self.from_version, self.to_version):
             c.setMinimumWidth(230)
         grid.addWidget(Field("From (deployed)", self.from_version), 0, 2)
@@ -153,7 +152,8 @@ class ImpactView(QWidget):
             sl.addWidget(w)
         sl.addStretch(1)
         self.summary_note = label("", "Faint", wrap=True)
-        self.summary_note.setMaximumWidth(360)
+        self.summary_note.setMinimumWidth(300)
+        self.summary_note.setMaximumWidth(380)
         sl.addWidget(self.summary_note)
         lay.addWidget(summary)
 

@@ -29,7 +29,8 @@ def _jitter(i: int, n: int) -> float:
 
 def short(text: str, limit: int = 18) -> str:
     """A tick label that fits under its cluster (pyqtgraph drops labels that overlap)."""
-    text = text.replace("oracle fixed @ ", "fixed @ ")
+    if text.startswith("oracle fixed @ "):
+        text = "fixed " + text.removeprefix("oracle fixed @ ")[: max(4, limit - 6)]
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -44,7 +45,6 @@ class VariantPlot(pg.PlotWidget):
         self.showGrid(x=False, y=True, alpha=0.25)
         self.slots: list[dict[str, Any]] = []
         self.labels: list[str] = []
-        self._text: list[pg.TextItem] = []
         self.data: list[Any] = []
         theme.bind(self, lambda w: w._restyle())  # type: ignore[attr-defined]
 
@@ -77,8 +77,6 @@ class VariantPlot(pg.PlotWidget):
             slot["dots"].setPen(pens["dot_pen"])
             for key in ("mean", "p5", "worst"):
                 slot[key].setPen(pens[key])
-        for t in self._text:
-            t.setColor(theme.color("text-muted"))
         if self.data:
             self.set_models(self.data)
 
@@ -91,12 +89,7 @@ class VariantPlot(pg.PlotWidget):
             worst = pg.PlotDataItem(pen=pens["worst"])
             for item in (dots, mean, p5, worst):
                 self.addItem(item)
-            text = pg.TextItem(color=theme.color("text-muted"), anchor=(0.5, 0))
-            text.setFont(QFont(theme.ui_font(10)))
-            text.setZValue(5)
-            self.addItem(text)
-            self._text.append(text)
-            slot = {"dots": dots, "mean": mean, "p5": p5, "worst": worst, "text": text}
+            slot = {"dots": dots, "mean": mean, "p5": p5, "worst": worst}
             self.slots.append(slot)
         return self.slots[index]
 
@@ -115,21 +108,18 @@ class VariantPlot(pg.PlotWidget):
             for key, value in (("mean", d.mean), ("p5", d.p5), ("worst", d.worst)):
                 half = 0.34 if key == "mean" else 0.28
                 slot[key].setData([i - half, i + half], [value, value])
-            slot["text"].setText(f"mean {d.mean:.2f}\nP5 {d.p5:.2f} · worst {d.worst:.2f}")
-            slot["text"].setPos(i, -0.02)
             for key in SERIES:
                 slot[key].setVisible(True)
-            slot["text"].setVisible(True)
         for slot in self.slots[len(self.data) :]:
             slot["dots"].setData([], [])
             for key in ("mean", "p5", "worst"):
                 slot[key].setData([], [])
-            slot["text"].setVisible(False)
-        ticks = [(i, short(m.label)) for i, m in enumerate(self.data)]
+        limit = max(8, 40 // max(1, len(self.data)))
+        ticks = [(i, short(m.label, limit)) for i, m in enumerate(self.data)]
         self.getPlotItem().getAxis("bottom").setTicks([ticks])
         n = max(1, len(self.data))
         self.setXRange(-0.6, n - 0.4, padding=0)
-        self.setYRange(-0.3, 1.06, padding=0)
+        self.setYRange(-0.04, 1.06, padding=0)
         self.getPlotItem().getAxis("left").setTicks([[(v / 4, f"{v / 4:.2f}") for v in range(5)]])
 
     def series_counts(self) -> list[int]:

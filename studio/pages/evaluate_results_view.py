@@ -78,8 +78,9 @@ class RunItem(QFrame):
             passed.setToolTip("items passed")
             top.addWidget(passed)
         lay.addLayout(top)
-        suites = row.suites if row.suites.count(",") < 2 else f"{row.suites.count(',') + 1} suites"
-        lay.addWidget(label(f"{suites} · {row.created}", "VersionMeta"))
+        n = row.suites.count(",") + 1
+        suites = row.suites if n == 1 else f"{n} suites"
+        lay.addWidget(label(f"{suites} · {row.version} · {row.created}", "VersionMeta"))
         self.setToolTip(
             f"{row.id}\nharness {row.version}\n{row.run.done}/{row.run.total} items"
             + (f"\n{row.run.reason}" if row.run.reason else "")
@@ -267,6 +268,8 @@ class ResultsView(QWidget):
         self.plot = VariantPlot()
         self.plot.setMinimumHeight(200)
         self.plot_pane.body.addWidget(self.plot, 1)
+        self.plot_stats = label("", "Faint", wrap=True)
+        self.plot_pane.body.addWidget(self.plot_stats)
         self.legend = label("", "Faint", wrap=True)
         self.plot_pane.body.addWidget(self.legend)
         theme.bind(self.legend, lambda w: w.setText(self._legend()))  # type: ignore[attr-defined]
@@ -278,11 +281,11 @@ class ResultsView(QWidget):
         self.items_pane = Pane("Items")
         self.items = RecordTable(
             [
-                Column("task_id", "Task", 160, kind="mono"),
+                Column("task_id", "Task", 158, kind="mono"),
                 Column(
                     "variant",
                     "Suite · variant",
-                    160,
+                    150,
                     get=lambda r: f"{r.suite} · {r.variant}" if r.variant else r.suite,
                     tone=lambda r: "accent-text" if r.variant else "text",
                 ),
@@ -309,7 +312,7 @@ class ResultsView(QWidget):
         self.conversation = ConversationView()
         self.trace_pane.body.addWidget(self.conversation)
         bottom.addWidget(self.trace_pane)
-        bottom.setSizes([660, 380])
+        bottom.setSizes([640, 410])
         vsplit.addWidget(bottom)
         vsplit.setSizes([450, 300])
         rl.addWidget(vsplit, 1)
@@ -354,6 +357,14 @@ class ResultsView(QWidget):
             self.runs_table.set_rows(rows)
             self.runs_pane.aside.setText(f"{len(rows)} run{'s' if len(rows) != 1 else ''}")
             self.plot.set_models(dists)
+            self.plot_stats.setText(
+                "\n".join(
+                    f"{d.label}:  mean {d.distribution.mean:.2f} · P5 {d.distribution.p5:.2f} · "
+                    f"worst {d.distribution.worst:.2f} · {d.distribution.variants} variants"
+                    for d in dists
+                )
+            )
+            self.plot_stats.setVisible(bool(dists))
             self.plot_pane.aside.setText(
                 f"HV-QA · {len(dists)} model{'s' if len(dists) != 1 else ''}"
                 if dists

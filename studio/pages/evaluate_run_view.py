@@ -31,7 +31,7 @@ from studio.context import StudioContext
 from studio.logic.eval_view import SUITE_CHOICES
 from studio.pages.data_conversation import themed
 from studio.pages.data_generate_view import PROGRESS_QSS, duration
-from studio.pages.data_widgets import Pane, fill_combo, stop_on_close
+from studio.pages.data_widgets import Pane, elastic_combo, fill_combo, stop_on_close
 from studio.widgets.common import Banner, Field, Segmented, button, label
 
 
@@ -40,7 +40,7 @@ def version_items(versions: list[Any]) -> list[tuple[str, str]]:
     for i, v in enumerate(versions):
         tags = f"  [{', '.join(v.labels)}]" if v.labels else ""
         head = "head · " if i == 0 else ""
-        items.append((v.id, f"{head}{v.id[:10]} · {v.message[:38]}{tags}"))
+        items.append((v.id, f"{head}{v.id[:10]}{tags} · {v.message[:38]}"))
     return items
 
 
@@ -55,8 +55,7 @@ class ModelPicker(QWidget):
         grid.setContentsMargins(0, 0, 0, 0)
         grid.setHorizontalSpacing(10)
         grid.setVerticalSpacing(8)
-        self.model = QComboBox()
-        self.model.setMinimumWidth(220)
+        self.model = elastic_combo(16)
         self.adapter = QComboBox()
         self.model_field = Field("Model", self.model)
         self.adapter_field = Field("Adapter", self.adapter)
@@ -126,7 +125,7 @@ class RunView(QWidget):
         fl.addWidget(label("Model", "SectionTitle"))
         self.picker = ModelPicker()
         fl.addWidget(self.picker)
-        self.fixed_on = QComboBox()
+        self.fixed_on = elastic_combo()
         self.fixed_field = Field("Fixed on", self.fixed_on)
         self.fixed_field.aside.setText("calls tools and skills by this version's names")
         fl.addWidget(self.fixed_field)
@@ -195,7 +194,7 @@ class RunView(QWidget):
         self.max_tokens.setValue(256)
         self.concurrency = QSpinBox()
         self.concurrency.setRange(1, 64)
-        self.version = QComboBox()
+        self.version = elastic_combo()
         grid.addWidget(Field("Per suite", self.limit), 0, 0)
         variants_field = Field("HV-QA variants", self.variants)
         grid.addWidget(variants_field, 0, 1)
