@@ -120,7 +120,7 @@ class RunsPage(QWidget):
         lay.addLayout(body, 1)
 
         self.tree.currentItemChanged.connect(self._current_changed)
-        self.refresh_button.clicked.connect(self.hub.attach)
+        self.refresh_button.clicked.connect(self.hub.refresh)
         self.hub.runsChanged.connect(self.reload)
         self.hub.updated.connect(self._run_updated)
         self._clock = QTimer(self)

@@ -126,6 +126,11 @@ class RunHub(QObject):
 
         self._poller.run(work, on_done=done, on_error=self._report)
 
+    def refresh(self) -> None:
+        """Read the run list again now (the runs being followed keep their state)."""
+        self._list_due = True
+        QTimer.singleShot(0, self.tick)
+
     def _report(self, exc: BaseException) -> None:
         self.ctx.message.emit("error", f"Training runs: {exc}")
 
