@@ -97,6 +97,9 @@ def test_first_launch_opens_demo_and_restores_state(qapp, hat_home: Path) -> Non
         assert (win.width(), win.height()) == (1300, 840)
         assert win.harness_page.stack.currentWidget() is win.harness_page.skill_editor
         assert win.harness_page.skill_editor.name.text() == "coupon-push"
+        # A saved selection of the overview (or a stale one) restores without an error.
+        assert win.harness_page.tree.select_name("overview", "")
+        assert not win.harness_page.tree.select_name("no-such-group", "x")
     finally:
         theme.apply(qapp, "light")
         shut(win)

@@ -264,8 +264,10 @@ class ComponentTree(QWidget):
         doc = self.session.doc
         if doc is None:
             return False
-        if attr == "prompt":
-            return self.select("prompt", name or None)
+        if attr in ("prompt", "overview"):
+            return self.select(attr, name or None)
+        if attr not in self.groups:  # a stale or foreign saved selection
+            return False
         for i, comp in enumerate(getattr(doc.harness, attr)):
             if comp.name == name:
                 return self.select(attr, doc.uid(attr, i))
