@@ -306,7 +306,7 @@ def row_detail(summary: RowSummary) -> RowDetail:
     else:
         turns = []
     grades_raw = data.get("grades") or {}
-    grades = []
+    grades: list[tuple[str, str, float | None, list[str]]] = []
     for key, title in GRADERS:
         entry = grades_raw.get(key)
         if isinstance(entry, dict):

@@ -383,7 +383,7 @@ def when(moment: Any, now: Any = None) -> str:
         return ""
     local = moment.astimezone()
     today = (now or datetime.now().astimezone()).date()
-    return local.strftime("%H:%M") if local.date() == today else local.strftime("%b %d")
+    return str(local.strftime("%H:%M") if local.date() == today else local.strftime("%b %d"))
 
 
 @dataclass(frozen=True)

@@ -181,7 +181,7 @@ class ScoreDelegate(QStyledItemDelegate):
         fm = painter.fontMetrics()
         w = max(34, fm.horizontalAdvance(text) + 14)
         h = fm.height() + 4
-        rect = option.rect  # type: ignore[attr-defined]
+        rect = option.rect
         box = QRectF(rect.center().x() - w / 2 + 1, rect.center().y() - h / 2 + 1, w, h)
         soft = {"success": "success-soft", "warning": "warning-soft", "danger": "danger-soft"}
         painter.setPen(Qt.PenStyle.NoPen)
@@ -193,9 +193,9 @@ class ScoreDelegate(QStyledItemDelegate):
 
     @staticmethod
     def _background(painter: QPainter, option: QStyleOptionViewItem) -> None:
-        state = option.state  # type: ignore[attr-defined]
+        state = option.state
         if state & QStyle.StateFlag.State_Selected:
-            painter.fillRect(option.rect, QColor(theme.color("accent-soft")))  # type: ignore[attr-defined]
+            painter.fillRect(option.rect, QColor(theme.color("accent-soft")))
 
 
 class ChipDelegate(ScoreDelegate):
@@ -212,7 +212,7 @@ class IntervalDelegate(QStyledItemDelegate):
         source = model.sourceModel() if isinstance(model, QSortFilterProxyModel) else model
         col = source.columns[index.column()] if isinstance(source, RecordModel) else None
         value = col.value(record) if col is not None else None
-        rect = option.rect  # type: ignore[attr-defined]
+        rect = option.rect
         painter.save()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         if not value or value[0] is None:
