@@ -92,11 +92,6 @@ def breakable(text: str) -> str:
     return _LONG.sub(split, text)
 
 
-def plain(label_text: str) -> str:
-    """The text as the user copies it (without the break opportunities)."""
-    return label_text.replace(ZWSP, "")
-
-
 class TurnCard(QFrame):
     def __init__(self, item: TurnItem) -> None:
         super().__init__()
