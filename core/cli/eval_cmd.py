@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from core.cli.common import console, err_console, fail, open_store
+from core.store.errors import StoreError
 
 if TYPE_CHECKING:
     from core.eval.api import ClientFactory, EvalRun
@@ -423,8 +424,15 @@ def impact_cmd(
 
     if engine not in ("transformers", "vllm"):
         fail(f"unknown engine {engine!r}; engines: transformers, vllm")
-    name = model or ("oracle" if oracle else DEMO_MODEL_NAME)
     suites = _suites(suite)
+    with open_store() as store:
+        # The fixed oracle is its own "model" per version it memorised, so stored runs of the
+        # plain oracle (or one fixed on another version) are never reused for it.
+        try:
+            fixed = f"oracle-fixed@{store.resolve(from_ref)[:10]}" if oracle else None
+        except StoreError as exc:
+            fail(str(exc))
+    name = model or fixed or DEMO_MODEL_NAME
     request = EvalRequest(
         model=name,
         suites=suites,
