@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -46,25 +47,44 @@ T = TypeVar("T")
 
 # ----------------------------------------------------------------------------- memo
 
-_MEMO: dict[tuple[str, int], tuple[object, tuple[object, ...], object]] = {}
-MEMO_LIMIT = 20_000
-"""Entries kept before the memo is emptied (it holds its components alive)."""
+
+class Memo:
+    """Values computed from an object (a harness component, a harness), remembered while the
+    object's `fields` are the same; least recently used entries go first beyond `limit`. An
+    entry holds its object, so the object's id cannot be reused while the entry exists."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._entries: OrderedDict[tuple[Hashable, int], tuple[object, tuple[object, ...], object]]
+        self._entries = OrderedDict()
+
+    def __call__(
+        self, kind: Hashable, obj: object, fields: tuple[object, ...], compute: Callable[[], T]
+    ) -> T:
+        """`compute()` for `obj`, remembered while `obj`'s `fields` are the same (a field
+        assigned anew, e.g. through pydantic's validate_assignment, recomputes unless its
+        value is equal; `compute` must depend on the fields' values only)."""
+        key = (kind, id(obj))
+        entries = self._entries
+        entry = entries.get(key)
+        if entry is not None and entry[1] == fields:  # tuples compare items by identity first
+            entries.move_to_end(key)
+            return entry[2]  # type: ignore[return-value]
+        value = compute()
+        entries[key] = (obj, fields, value)
+        entries.move_to_end(key)
+        while len(entries) > self.limit:
+            entries.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        self._entries.clear()
 
 
-def memo(kind: str, obj: object, fields: tuple[object, ...], compute: Callable[[], T]) -> T:
-    """`compute()` for the component `obj`, remembered while `obj`'s `fields` are the same
-    (a field assigned anew, e.g. through pydantic's validate_assignment, recomputes unless
-    its value is equal; `compute` must depend on the fields' values only). The memo holds
-    `obj`, so its id cannot be reused while the entry exists."""
-    key = (kind, id(obj))
-    entry = _MEMO.get(key)
-    if entry is not None and entry[1] == fields:  # tuples compare items by identity first
-        return entry[2]  # type: ignore[return-value]
-    value = compute()
-    if len(_MEMO) >= MEMO_LIMIT:
-        _MEMO.clear()
-    _MEMO[key] = (obj, fields, value)
-    return value
+memo = Memo(8192)
+"""Per-component values (texts, schema keys): small, many."""
+harness_memo = Memo(256)
+"""Per-harness values (a variant's used names, a renamed harness): large, few."""
 
 
 # ----------------------------------------------------------------------------- skeletons

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -45,7 +45,7 @@ from core.harness.models import (
     Skill,
     Tool,
 )
-from core.hsa.build import Edit, assemble, memo
+from core.hsa.build import Edit, assemble, harness_memo, memo
 
 ROLE_KEY = "role"
 """Skill metadata key naming the skill's original identity (see core/sim/surface.py)."""
@@ -118,35 +118,57 @@ def _token_hits(text: str, pool: Sequence[str]) -> list[tuple[int, int, str]]:
     return out
 
 
-@lru_cache(maxsize=16384)
-def _text_hits(text: str, names: tuple[str, ...]) -> tuple[tuple[int, int, str], ...]:
-    """Where `text` refers to one of `names` (start, end, name), by the rules of the module
-    doc, segment by segment: in a backtick span every name as a token; a double-quoted string
-    that is exactly a name as a whole; elsewhere identifier-like names as tokens. Cached: the
-    same texts (shared skill bodies, descriptions) meet the same old names (the harness's
-    current names) over and over, whatever new names a variant draws."""
-    everywhere = [n for n in names if is_identifier_like(n)]
-    exact = set(names)
-    out: list[tuple[int, int, str]] = []
+@lru_cache(maxsize=8192)
+def _segments(text: str) -> tuple[tuple[str, int, int], ...]:
+    """(kind, start, end) of the pieces of `text`: `code` (a backtick span), `quoted` (a
+    "string") or `prose` (the rest)."""
+    out: list[tuple[str, int, int]] = []
     pos = 0
     for match in _SPANS.finditer(text):
         if match.start() > pos:
-            out.extend(_shifted(text[pos : match.start()], pos, everywhere))
-        segment = match.group(0)
-        if match.group("code") is not None:
-            out.extend(_shifted(segment, match.start(), names))
-        elif segment[1:-1] in exact:
-            out.append((match.start() + 1, match.end() - 1, segment[1:-1]))
-        else:
-            out.extend(_shifted(segment, match.start(), everywhere))
+            out.append(("prose", pos, match.start()))
+        kind = "code" if match.group("code") is not None else "quoted"
+        out.append((kind, match.start(), match.end()))
         pos = match.end()
     if pos < len(text):
-        out.extend(_shifted(text[pos:], pos, everywhere))
+        out.append(("prose", pos, len(text)))
     return tuple(out)
 
 
-def _shifted(segment: str, offset: int, pool: Sequence[str]) -> list[tuple[int, int, str]]:
-    return [(offset + s, offset + e, n) for s, e, n in _token_hits(segment, pool)]
+@lru_cache(maxsize=65536)
+def _name_hits(text: str, name: str) -> tuple[tuple[int, int], ...]:
+    """Where `text` refers to `name` (start, end), by the rules of the module doc, piece by
+    piece (`_segments`): in a backtick span as a token; a double-quoted string that is
+    exactly the name as a whole; elsewhere, for an identifier-like name, as a token. Cached
+    by (text, name): the same texts (shared skill bodies, descriptions) meet the same old
+    names (the harness's current names) over and over, whatever subset a variant renames
+    and whatever new names it draws."""
+    everywhere = is_identifier_like(name)
+    out: list[tuple[int, int]] = []
+    for kind, start, end in _segments(text):
+        segment = text[start:end]
+        if name not in segment:
+            continue
+        if kind == "quoted" and segment[1:-1] == name:
+            out.append((start + 1, end - 1))
+        elif kind == "code" or everywhere:
+            out.extend((start + s, start + e) for s, e, _ in _token_hits(segment, [name]))
+    return tuple(out)
+
+
+def _text_hits(text: str, names: Iterable[str]) -> list[tuple[int, int, str]]:
+    """Where `text` refers to one of `names` (start, end, name), in order, non-overlapping (the
+    longest name wins where two start at one place): the union of each name's `_name_hits`,
+    which is what one joint scan would find."""
+    hits = [(s, e, n) for n in names if n in text for s, e in _name_hits(text, n)]
+    if len(hits) < 2:
+        return hits
+    hits.sort(key=lambda h: (h[0], -(h[1] - h[0])))
+    out: list[tuple[int, int, str]] = []
+    for hit in hits:
+        if not out or hit[0] >= out[-1][1]:
+            out.append(hit)
+    return out
 
 
 class Renamer:
@@ -158,7 +180,6 @@ class Renamer:
 
     def __init__(self, names: Mapping[str, str]) -> None:
         self.names = {old: new for old, new in names.items() if old != new}
-        self._key = tuple(sorted(self.names))
         self.unplain = not all(_json_plain(n) for n in self.names)
         """Some old name has a character JSON escapes (see `_mentions`)."""
 
@@ -167,9 +188,9 @@ class Renamer:
 
     def text(self, text: str) -> str:
         """`text` with every reference to an old name rewritten (see the module doc)."""
-        if not self.names or not text or not self._mentions(text):
+        if not self.names or not text:
             return text
-        hits = _text_hits(text, self._key)
+        hits = _text_hits(text, self.names)
         if not hits:
             return text
         parts: list[str] = []
@@ -187,9 +208,9 @@ class Renamer:
 
     def find(self, text: str) -> list[str]:
         """The old names `text` still refers to (same rules as `text`), in order."""
-        if not self.names or not text or not self._mentions(text):
+        if not self.names or not text:
             return []
-        return [name for _, _, name in _text_hits(text, self._key)]
+        return [name for _, _, name in _text_hits(text, self.names)]
 
     def regex(self, pattern: str) -> str:
         """A regex over tool names (a hook matcher) with every old name that is a whole run of
@@ -407,21 +428,8 @@ class UsedNames:
     what changed."""
 
     def __init__(self, harness: Harness) -> None:
-        settings, prompt = harness.settings, harness.prompt
-        texts = [
-            harness.description,
-            settings.load_skill_tool,
-            settings.reminder_format,
-            *prompt.variables.values(),
-        ]
-        for section in prompt.sections:
-            texts.append(section.title)
-            texts.append(section.template)
-        parts = ["\n".join(texts).casefold()]
-        parts.extend(_used_text(s) for s in harness.skills)
-        parts.extend(_used_text(t) for t in harness.tools)
-        parts.extend(_used_text(h) for h in harness.hooks)
-        self._text = "\n".join(parts)
+        parts = _harness_parts(harness)
+        self._text = harness_memo("used-names", harness, parts, lambda: _used(harness))
         self._added: set[str] = set()
 
     def __contains__(self, name: object) -> bool:
@@ -432,6 +440,36 @@ class UsedNames:
 
     def add(self, name: str) -> None:
         self._added.add(name.casefold())
+
+
+def _harness_parts(harness: Harness) -> tuple[object, ...]:
+    """What a harness-level memo depends on: its fields and their components (by identity)."""
+    return (
+        harness.description,
+        harness.settings,
+        harness.prompt,
+        *harness.skills,
+        *harness.tools,
+        *harness.hooks,
+    )
+
+
+def _used(harness: Harness) -> str:
+    settings, prompt = harness.settings, harness.prompt
+    texts = [
+        harness.description,
+        settings.load_skill_tool,
+        settings.reminder_format,
+        *prompt.variables.values(),
+    ]
+    for section in prompt.sections:
+        texts.append(section.title)
+        texts.append(section.template)
+    parts = ["\n".join(texts).casefold()]
+    parts.extend(_used_text(s) for s in harness.skills)
+    parts.extend(_used_text(t) for t in harness.tools)
+    parts.extend(_used_text(h) for h in harness.hooks)
+    return "\n".join(parts)
 
 
 def _used_text(component: Skill | Tool | Hook) -> str:
@@ -534,7 +572,22 @@ def apply_renames(harness: Harness, renames: Renames) -> Harness:
     not hold.
 
     Only components that mention an old name (a substring test on the component's memoised
-    text, see `_blob`) are copied and rewritten; the others are shared with the input."""
+    text, see `_blob`) are copied and rewritten; the others are shared with the input. The
+    result is memoised on the input harness (the same renames of the same harness, e.g. a
+    naming style applied to the original, give the same variant object: harnesses are
+    values); a failure is not."""
+    key = (
+        "renamed",
+        tuple(sorted(renames.tools.items())),
+        tuple(sorted((t, tuple(sorted(p.items()))) for t, p in renames.params.items())),
+        tuple(sorted(renames.skills.items())),
+        renames.loader,
+    )
+    parts = _harness_parts(harness)
+    return harness_memo(key, harness, parts, lambda: _apply_renames(harness, renames))
+
+
+def _apply_renames(harness: Harness, renames: Renames) -> Harness:
     names = renames.text_names(harness)
     renamer = Renamer(names)
     for hook in harness.hooks:
@@ -812,20 +865,27 @@ def hex_tag(rng: random.Random, digits: int = 4) -> str:
 # ----------------------------------------------------------------------------- phrases
 
 
+_CODE = re.compile(r"```.*?```|`[^`\n]+`|\{[^{}\n]*\}|\$\{\w+\}", re.DOTALL)
+
+
 def split_code(text: str) -> list[tuple[str, bool]]:
     """`text` as (segment, is_code) pieces: fenced blocks, backtick spans and `{...}` JSON-ish
     objects on one line are code; the rest is prose."""
-    pattern = re.compile(r"```.*?```|`[^`\n]+`|\{[^{}\n]*\}|\$\{\w+\}", re.DOTALL)
+    return list(_split_code(text))
+
+
+@lru_cache(maxsize=4096)
+def _split_code(text: str) -> tuple[tuple[str, bool], ...]:
     out: list[tuple[str, bool]] = []
     pos = 0
-    for match in pattern.finditer(text):
+    for match in _CODE.finditer(text):
         if match.start() > pos:
             out.append((text[pos : match.start()], False))
         out.append((match.group(0), True))
         pos = match.end()
     if pos < len(text):
         out.append((text[pos:], False))
-    return out
+    return tuple(out)
 
 
 def replace_phrases(
@@ -920,7 +980,16 @@ class ListBlock:
 
 def list_blocks(text: str) -> list[ListBlock]:
     """The Markdown lists of `text` whose items all share one marker kind (bullets or
-    numbers), outside fenced code; each item keeps its nested lines."""
+    numbers), outside fenced code; each item keeps its nested lines. (Parsed once per text;
+    each call gets its own copies.)"""
+    return [
+        ListBlock(b.start, b.end, b.ordered, [list(item) for item in b.items], b.indent)
+        for b in _list_blocks(text)
+    ]
+
+
+@lru_cache(maxsize=4096)
+def _list_blocks(text: str) -> tuple[ListBlock, ...]:
     lines = text.split("\n")
     blocks: list[ListBlock] = []
     fenced = False
@@ -954,7 +1023,7 @@ def list_blocks(text: str) -> list[ListBlock]:
                 i += 1
             items.append(item)
         blocks.append(ListBlock(start, i, ordered, items, indent))
-    return blocks
+    return tuple(blocks)
 
 
 def _deeper(line: str, indent: str) -> bool:
