@@ -18,12 +18,13 @@ checkpoint, evaluation skips stored items):
                (core/train/pipeline.py): HSA-SFT -> OPD (teacher: the base) -> HSA-RL in the
                simulated room under the same harness, the last stage merged. With
                `parallel_training` both run at once (two training processes).
-4. `eval-hv-qa`, `eval-ls-qa`, `eval-edit`, `eval-ifeval`  one suite at a time for base,
-               fixed-SFT and HAT, each model served from its merged folder by its own
-               server (core/eval): HV-QA (heldout variants) and LS-QA under the original
-               harness, LS-QA under the edited harness (the harness-edit test; "before" is
-               the same tasks' LS-QA rows), IFEval. Suite by suite, so a run cut short by
-               its deadline still compares the three models on the suites it finished.
+4. `eval-hv-qa`, `eval-ifeval`, `eval-ls-qa`, `eval-edit`  one suite at a time for base,
+               fixed-SFT and HAT side by side, each model served from its merged folder by
+               its own server (core/eval): HV-QA (heldout variants, the method's headline),
+               IFEval (one model call per item, cheap), LS-QA under the original harness and
+               LS-QA under the edited harness (the harness-edit test; "before" is the same
+               tasks' LS-QA rows). Suite by suite, so a run cut short by its deadline still
+               compares the three models on the suites it finished.
 5. `report`    core/experiment/report.py: table, intervals, plots, report.md / report.json.
 
 Everything runs through the project's own pieces (datagen, training runs and pipeline, model
@@ -49,10 +50,10 @@ from core.eval.results import Suite
 from core.experiment.profiles import Profile, edited_harness_path, parse_profile
 from core.store import Store
 
-STEPS = ("setup", "data", "train", "eval-hv-qa", "eval-ls-qa", "eval-edit", "eval-ifeval",
+STEPS = ("setup", "data", "train", "eval-hv-qa", "eval-ifeval", "eval-ls-qa", "eval-edit",
          "report")  # fmt: skip
 MODELS = ("base", "fixed", "hat")
-EVAL_PARTS = ("hv-qa", "ls-qa", "edit", "ifeval")
+EVAL_PARTS = ("hv-qa", "ifeval", "ls-qa", "edit")
 STATE_FILE = "state.json"
 PROFILE_FILE = "profile.yaml"
 
@@ -507,6 +508,11 @@ class Replication:
             )
             progress = _eval_progress(say, f"{part} {model}")
             stop = _Deadline(self.deadline)
+            if model not in runs:
+                found = _unfinished_run(store, request)
+                if found is not None:  # started by a process of this run that was killed
+                    with self._lock:
+                        runs[model] = found
             if model in runs:
                 run = resume_eval(
                     store, runs[model], base_url=server.base_url, on_progress=progress, stop=stop
@@ -564,6 +570,20 @@ class Replication:
         return round(
             sum(float(s.get("wall_s", 0.0)) for s in self.state.get("steps", {}).values()), 1
         )
+
+
+def _unfinished_run(store: Store, request: Any) -> str | None:
+    """The newest unfinished evaluation run of exactly this request (same model label,
+    harness version, suites and settings), so a replication killed mid-suite resumes it."""
+    from core.eval.api import RunStatus, list_eval_runs
+
+    def key(req: Any) -> Any:
+        return req.model_dump(mode="json", exclude={"base_url", "model_id"})
+
+    for run in reversed(list_eval_runs(store)):
+        if run.status is not RunStatus.DONE and key(run.request) == key(request):
+            return run.id
+    return None
 
 
 class _Deadline:
