@@ -53,6 +53,8 @@ if [ "$flavor" = cpu ]; then
 else
   pip_quiet install -q "$gpu_pkg"
 fi
+# `vllm bench serve` (benchmarks/eval_bench.py) reads custom datasets with pandas.
+pip_quiet install -q "pandas>=2,<4"
 "$venv/bin/python" -c "import vllm.entrypoints.openai.api_server" >/dev/null 2>&1 || {
   echo "the vLLM environment in $venv does not import vllm.entrypoints.openai.api_server" >&2
   exit 1

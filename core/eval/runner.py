@@ -474,7 +474,9 @@ async def _ifeval_item(ctx: _Context, item: EvalItem) -> _Outcome:
     except ModelError as exc:
         reason = f"model_error: {exc}"
     latency = time.monotonic() - started
-    score = ifeval.score_response(record, response)
+    # Scoring is CPU work (langdetect, sentence splitting): off the event loop, so the
+    # other items' streams keep flowing while one is scored.
+    score = await asyncio.to_thread(ifeval.score_response, record, response)
     result = ifeval.to_result(score, sample=item.sample, response=response, latency_s=latency)
     if reason is not None:
         result = _failed(item, reason, grades=dict(score), latency_s=latency)
