@@ -16,4 +16,7 @@ echo "== ruff"; ruff check .
 echo "== ruff format"; ruff format --check .
 echo "== mypy (strict on core/)"; mypy
 echo "== import boundaries"; lint-imports
+ifeval="${HAT_IFEVAL_FILE:-../shared/data/ifeval/input_data.jsonl}"
+if [ -f "$ifeval" ]; then echo "IFEval test data: $ifeval"
+else echo "IFEval test data not found at $ifeval: the tests that need it skip"; fi
 echo "== pytest"; python -m pytest "$@"

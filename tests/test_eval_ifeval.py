@@ -32,16 +32,14 @@ from core.eval.ifeval import (
     to_result,
 )
 from core.eval.results import EvalResult, ResultStatus, Suite
+from tests.ifeval_data import require_ifeval
 
 ROOT = Path(__file__).resolve().parents[1]
-OFFICIAL = ROOT.parent / "shared" / "data" / "ifeval" / "input_data.jsonl"
 
 
 @pytest.fixture(scope="module")
 def prompts() -> dict[int, IfevalPrompt]:
-    if not OFFICIAL.is_file():
-        pytest.fail(f"the official IFEval data is missing: {OFFICIAL}")
-    return {p.key: p for p in load_prompts(OFFICIAL)}
+    return {p.key: p for p in load_prompts(require_ifeval())}
 
 
 def one(instruction: str, kwargs: dict[str, object] | None = None, key: int = 1) -> IfevalPrompt:

@@ -45,10 +45,7 @@ from core.sim.catalog import load_catalog
 from core.sim.surface import HarnessSurface
 from core.store import Store, StoreError
 from core.store.serving import latency_rows
-
-IFEVAL_FILE = (
-    Path(__file__).resolve().parents[2] / "shared" / "data" / "ifeval" / "input_data.jsonl"
-)
+from tests.ifeval_data import require_ifeval
 
 
 @pytest.fixture
@@ -323,7 +320,9 @@ def test_ifeval_items(store: Store) -> None:
     echo = Echo()
     run = run_eval(
         store,
-        EvalRequest(model="echo", suites=[Suite.IFEVAL], limit=3, ifeval_path=str(IFEVAL_FILE)),
+        EvalRequest(
+            model="echo", suites=[Suite.IFEVAL], limit=3, ifeval_path=str(require_ifeval())
+        ),
         client_factory=lambda item, harness, surface: echo,
     )
     rows = load_results(store, run.id)

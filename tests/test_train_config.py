@@ -46,6 +46,7 @@ from core.train.events import (
     request_control,
 )
 from core.train.scaleout import accelerate_config, stage_command
+from tests.ifeval_data import require_ifeval
 
 CPU = Environment(gpus=0)
 GPUS8 = Environment(gpus=8, gpu_names=tuple(f"GPU {i}" for i in range(8)))
@@ -336,9 +337,7 @@ def test_prompt_bank_is_ours_and_not_ifeval() -> None:
     assert len({r["prompt"] for r in rows}) == 600
     first = load_prompts("bank", max_prompts=3)[0]
     assert first == [{"role": "user", "content": rows[0]["prompt"]}]
-    ifeval = ROOT.parent / "shared" / "data" / "ifeval" / "input_data.jsonl"
-    if not ifeval.exists():
-        pytest.skip("IFEval test data not present")
+    ifeval = require_ifeval()
 
     def shingles(text: str, n: int = 8) -> set[tuple[str, ...]]:
         words = text.lower().split()
