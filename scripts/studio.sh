@@ -2,7 +2,7 @@
 # Set up the environment and open the studio on the embedded demo workspace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup-env.sh "studio,training"
+bash scripts/setup-env.sh "studio,training,eval"
 # shellcheck disable=SC1091
 . "${HAT_VENV:-.venv}/bin/activate"
 # The embedded demo model: imported once on first run (about a minute, with a progress bar),
