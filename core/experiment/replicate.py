@@ -498,7 +498,8 @@ class Replication:
             log_dir=self.folder / "logs" / f"serve-{part}-{model}",
         )
         t0 = time.monotonic()
-        store = Store.open(self.store.path)
+        with self._lock:  # opening checks (and may migrate) the schema: one thread at a time
+            store = Store.open(self.store.path, busy_timeout=60.0)
         try:
             server.start()
             entry["server_start_s"][model] = round(time.monotonic() - t0, 1)
