@@ -279,10 +279,11 @@ def _plots(models: dict[str, Any], out: Path) -> dict[str, Path]:
 
 
 def _completeness(run: Replication) -> list[str]:
-    """A warning line per evaluation step that did not finish (deadline or failure)."""
+    """A warning line per evaluation step that did not finish (deadline or failure), and the
+    run's notes (what an operator changed during the run, and why)."""
     from core.experiment.replicate import EVAL_PARTS
 
-    lines = []
+    lines = [f"> **Run note:** {note}" for note in run.state.get("notes") or []]
     for part in EVAL_PARTS:
         entry = run.step(f"eval-{part}")
         status = entry.get("status", "pending")
