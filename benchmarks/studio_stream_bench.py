@@ -206,15 +206,22 @@ class TrainPageMonitor:
         return bool(state is not None and getattr(state.state, "step", 0))
 
 
-def percentiles(values: list[float]) -> dict[str, float]:
+def percentiles(values: list[float]) -> dict[str, Any]:
+    """P50/P99/max of the lateness, and when (seconds into the window) ticks ran > 50 ms late."""
     import numpy as np
 
     data = np.asarray(sorted(max(0.0, v) for v in values), dtype=float)
+    elapsed, long = 0.0, []
+    for v in values:
+        elapsed += (PROBE_MS + v) / 1000
+        if v > 50:
+            long.append([round(elapsed, 1), round(v, 1)])
     return {
         "ticks": len(data),
         "p50_ms": round(float(np.percentile(data, 50)), 2),
         "p99_ms": round(float(np.percentile(data, 99)), 2),
         "max_ms": round(float(data.max()), 2),
+        "over_50ms": long,
     }
 
 
@@ -233,7 +240,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from core.store import Store
     from core.train.runs import cancel
     from studio.app import create_app, create_window
-    from studio.jobs import jobs
+    from studio.jobs import jobs, reset_jobs
     from studio.workspace import InstanceGuard, settings
 
     settings(home).setValue("window/page", "chat")
@@ -333,7 +340,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             result["load"]["p99_ms"] / max(result["idle"]["p99_ms"], 0.01), 2
         )
         print("load", json.dumps(result["load"]), flush=True)
-        await until(lambda: not page.busy, 300, "the last reply")
+        for _ in range(600):  # let the reply in flight finish (at most 30 s), then tear down
+            if not page.busy:
+                break
+            await asyncio.sleep(0.05)
 
     try:
         loop.run_until_complete(main())
@@ -344,7 +354,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     cancel(store, run_id, force=True)
                 except Exception as exc:  # already finished
                     print(f"cancel: {exc}", file=sys.stderr)
-        win.page("chat").shutdown()
+        app.aboutToQuit.emit()  # what quitting does: the chat's server stops, pollers end
+        reset_jobs()
         asyncio.set_event_loop(None)
         loop.close()
         win._closing_ok = True

@@ -246,8 +246,8 @@ class StatLine:
 SESSION_METRICS = (
     ("ttft_s", "TTFT"),
     ("tpot_s", "TPOT"),
-    ("call_e2e_s", "Model call"),
-    ("agent_e2e_s", "Agent request"),
+    ("call_e2e_s", "Model e2e"),
+    ("agent_e2e_s", "Agent e2e"),
 )
 
 

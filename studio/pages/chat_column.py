@@ -110,8 +110,11 @@ class TurnView(QWidget):
         draft = self.draft
         if draft is None:
             return
-        if step.error is not None or step.tool_calls or step.parse_errors:
-            # The text was tool calls (their cards follow) or broke off: not a reply.
+        if step.error is not None:  # the call broke off: keep what came, marked as cut
+            draft.finish(False, "Cut off: the model call failed")
+            self.draft = None
+        elif step.tool_calls or step.parse_errors:
+            # The text was tool calls (their cards follow), not a reply.
             self.lay.removeWidget(draft)
             draft.deleteLater()
             self.draft = None

@@ -512,7 +512,8 @@ class StatsPanel(QFrame):
             self.cells[(line.metric, "p50")].setText(p50)
             self.cells[(line.metric, "p95")].setText(p95)
             name = self.cells[(line.metric, "name")]
-            name.setText(f"{line.title} · n {line.n}" if line.n else line.title)
+            name.setText(f"{line.title} · {line.n}" if line.n else line.title)
+            name.setToolTip(f"{line.n} sample(s), warm-up requests left out")
         if summary.requests == 0:
             self.note.setText("no requests yet")
         else:
