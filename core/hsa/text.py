@@ -455,21 +455,31 @@ def _harness_parts(harness: Harness) -> tuple[object, ...]:
 
 
 def _used(harness: Harness) -> str:
-    settings, prompt = harness.settings, harness.prompt
-    texts = [
-        harness.description,
-        settings.load_skill_tool,
-        settings.reminder_format,
-        *prompt.variables.values(),
-    ]
-    for section in prompt.sections:
-        texts.append(section.title)
-        texts.append(section.template)
-    parts = ["\n".join(texts).casefold()]
+    parts = [_used_top(harness)]
     parts.extend(_used_text(s) for s in harness.skills)
     parts.extend(_used_text(t) for t in harness.tools)
     parts.extend(_used_text(h) for h in harness.hooks)
     return "\n".join(parts)
+
+
+def _used_top(harness: Harness) -> str:
+    """The harness-level part of `UsedNames` (description, settings, prompt), memoised."""
+    settings, prompt = harness.settings, harness.prompt
+
+    def top() -> str:
+        texts = [
+            harness.description,
+            settings.load_skill_tool,
+            settings.reminder_format,
+            *prompt.variables.values(),
+        ]
+        for section in prompt.sections:
+            texts.append(section.title)
+            texts.append(section.template)
+        return "\n".join(texts).casefold()
+
+    keys = (harness.description, settings.load_skill_tool, settings.reminder_format, prompt)
+    return memo("used-top", prompt, keys, top)
 
 
 def _used_text(component: Skill | Tool | Hook) -> str:
