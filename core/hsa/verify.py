@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from core.harness.models import Harness, Hook, HookEvent, HookKind, Tool
 from core.harness.schema import argument_errors
-from core.hsa.build import memo
+from core.hsa.build import _skeleton, memo
 from core.hsa.mapping import Fill, MappingChain
 from core.runtime.hooks import HookInput, HookResult, check_declarative
 from core.runtime.trajectory import AssistantTurn, ToolCall, Trajectory
@@ -109,6 +109,13 @@ def _checked(hook: Hook, data: HookInput, harness: Harness) -> HookResult:
     if params is None or hook.kind not in _PURE_KINDS:
         return check_declarative(hook, data, harness)
     if hook.kind is HookKind.VALIDATE_TOOL_ARGS:
+        schema = hook.params.get("schema", {})
+        if isinstance(schema, dict):
+            canonical = memo(
+                "verify-hook-skeleton", hook, (hook.params,), lambda: _canonical(schema)
+            )
+            if _valid_by_skeleton(canonical, schema, data.arguments or {}):
+                return HookResult.allow()  # what the check says of valid arguments
         args = _json_key(data.arguments or {})
         if args is None:
             return check_declarative(hook, data, harness)
@@ -125,8 +132,19 @@ _PURE_KINDS = frozenset(
 
 
 def _argument_errors(tool: Tool, arguments: dict[str, Any]) -> list[str]:
-    """`argument_errors(tool.parameters, arguments)`, cached by the schema's and the
-    arguments' canonical JSON (the schema's memoised on the tool)."""
+    """`argument_errors(tool.parameters, arguments)`, cached.
+
+    Whether arguments are valid is cached on the schema's *skeleton* (`core.hsa.build.
+    _skeleton`: texts and defaults blanked, top-level properties renamed p0, p1, ... in a
+    canonical order) with the arguments renamed alike, so a variant that renamed or reworded a
+    tool reuses the original's check. That is exact where the schema's validation does not
+    depend on property names beyond what the skeleton renames (`_name_free`); other schemas
+    are cached on their own JSON. The messages of invalid arguments (rare in a gold) come
+    from the real schema."""
+    schema_of = tool.parameters
+    canonical = memo("verify-skeleton", tool, (schema_of,), lambda: _canonical(schema_of))
+    if _valid_by_skeleton(canonical, schema_of, arguments):
+        return []
     schema = memo("verify-schema", tool, (tool.parameters,), lambda: _json_key(tool.parameters))
     args = _json_key(arguments)
     if schema is None or args is None:
@@ -135,6 +153,79 @@ def _argument_errors(tool: Tool, arguments: dict[str, Any]) -> list[str]:
         ("args", schema, args), lambda: tuple(argument_errors(tool.parameters, arguments))
     )
     return list(found)
+
+
+def _valid_by_skeleton(
+    canonical: tuple[str, dict[str, str]] | None, schema: dict[str, Any], arguments: Any
+) -> bool:
+    """True when `arguments` are valid for `schema`, decided on its skeleton (cached); False
+    when they are not, or when that cannot be decided this way."""
+    if canonical is None or not isinstance(arguments, dict):
+        return False
+    key, names = canonical
+    args = _json_key({names.get(k, "\x01" + k): v for k, v in arguments.items()})
+    if args is None:
+        return False
+    valid: bool = _cached(("valid", key, args), lambda: not argument_errors(schema, arguments))
+    return valid
+
+
+_NAME_FREE_KEYS = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "unevaluatedProperties",
+        "minProperties",
+        "maxProperties",
+        "dependentRequired",
+        "dependentSchemas",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "description",
+        "title",
+        "$comment",
+        "default",
+        "examples",
+    }
+)
+"""Keywords of an object schema whose meaning survives renaming its properties the way
+`rename_properties` does (it renames `properties`, `required`, `dependentRequired`,
+`dependentSchemas`, and the same inside allOf / anyOf / oneOf / not / if / then / else)."""
+
+
+def _name_free(schema: Any) -> bool:
+    """Whether validating against `schema` depends on property names only through the
+    keywords `rename_properties` renames (no patternProperties, propertyNames, enum / const
+    of whole objects, references...)."""
+    if not isinstance(schema, dict) or not set(schema) <= _NAME_FREE_KEYS:
+        return False
+    for key in ("allOf", "anyOf", "oneOf"):
+        subs = schema.get(key, [])
+        if not isinstance(subs, list) or not all(_name_free(sub) for sub in subs):
+            return False
+    for key in ("not", "if", "then", "else"):
+        if key in schema and not _name_free(schema[key]):
+            return False
+    deps = schema.get("dependentSchemas", {})
+    return isinstance(deps, dict) and all(_name_free(sub) for sub in deps.values())
+
+
+def _canonical(schema: Any) -> tuple[str, dict[str, str]] | None:
+    """(skeleton JSON, property -> skeleton name) of an arguments schema, or None when its
+    validation may depend on names in other ways (or it holds a reference)."""
+    dumped = _json_key(schema)
+    if dumped is None or "$ref" in dumped or "$dynamicRef" in dumped or not _name_free(schema):
+        return None
+    skeleton, names = _skeleton(schema)
+    key = _json_key(skeleton)
+    return (key, names) if key is not None else None
 
 
 def _static_hooks(harness: Harness, event: HookEvent) -> tuple[Any, ...]:
