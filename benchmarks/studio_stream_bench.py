@@ -34,6 +34,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -264,6 +265,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     probe = QTimer()
     probe.setTimerType(Qt.TimerType.PreciseTimer)
     probe.timeout.connect(tick)
+    stalls: list[dict[str, Any]] = []
+    watching = threading.Event()
+
+    def watchdog() -> None:
+        """Where the GUI thread is when a tick is over 100 ms late (one stack per stall)."""
+        import traceback
+
+        main_id = threading.main_thread().ident
+        reported = 0.0
+        while not stop_watch.is_set():
+            time.sleep(0.02)
+            if not watching.is_set():
+                continue
+            behind = time.perf_counter() - last[0]
+            if behind > 0.1 and last[0] != reported:
+                frame = sys._current_frames().get(main_id or 0)
+                if frame is not None:
+                    stack = traceback.format_stack(frame)[-8:]
+                    stalls.append({"behind_ms": round(behind * 1000), "stack": stack})
+                reported = last[0]
+
+    stop_watch = threading.Event()
+    threading.Thread(target=watchdog, daemon=True, name="stall-watchdog").start()
 
     async def until(predicate: Any, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
@@ -276,7 +300,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ticks.clear()
         last[0] = time.perf_counter()
         probe.start(PROBE_MS)
+        watching.set()
         await asyncio.sleep(seconds)
+        watching.clear()
         probe.stop()
         return list(ticks[1:])
 
@@ -361,6 +387,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         win._closing_ok = True
         win.close()
         guard.release()
+    stop_watch.set()
+    result["stall_stacks"] = stalls
     result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     return result
 
