@@ -9,6 +9,9 @@ Fast tests (no model server):
 - `core.serving.chat_server` and the server card: a URL that answers nothing, a missing engine
   interpreter and a port already taken are reported with their cause, on the card.
 
+The page's A/B over two servers and its live-room replay are also driven fast, with scripted
+clients against endpoints that only list their model (see that test's docstring).
+
 Slow tests (`@pytest.mark.slow`) drive the page against a real `transformers serve` with the
 demo model: the session's shared server (`transformers_server`, attached by URL) for a
 multi-turn request and for A/B over two stored harness versions, and a server the page starts
@@ -384,6 +387,96 @@ def test_server_card_shows_missing_engine_and_taken_port(qapp: Any, hat_home: Pa
     finally:
         os.environ.pop("HAT_VLLM_PYTHON", None)
         _shut(win)
+
+
+class _ModelList:
+    """A local HTTP endpoint that answers GET /v1/models only: enough for the page to attach
+    to it. Requests never reach it (the test gives the page scripted clients)."""
+
+    def __init__(self, model_id: str) -> None:
+        import http.server
+        import threading
+
+        body = json.dumps({"data": [{"id": model_id, "object": "model"}]}).encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200 if self.path == "/v1/models" else 404)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_live_room_replay_and_ab_over_two_servers(qapp: Any, hat_home: Path) -> None:
+    """The page's own logic, fast: A/B over two servers (each lane on its own endpoint) and the
+    live-room replay (arrival order, waiting times, fresh context, progress), with requests run
+    the way the studio runs them without a qasync loop (worker threads, steps carried to the
+    GUI thread by queued signals). The model is a `ScriptedClient` (the runtime tests' double):
+    the endpoints are real HTTP but answer only /v1/models; the slow tests above drive the same
+    page against a real `transformers serve`, and benchmarks/studio_stream_bench.py runs the
+    replay against one."""
+    from tests.studio_helpers import wait_until
+
+    one, _two = _commit_versions(hat_home)
+    servers = [_ModelList("model-a"), _ModelList("model-b")]
+    win, page = _open(hat_home)
+    hello = [
+        AssistantTurn(tool_calls=[ToolCall(name="load_skill", arguments={"name": "chit-chat"})]),
+        AssistantTurn(content="Hi there, welcome to the show!"),
+    ]
+    page.client_factory = _scripted(hello)
+    try:
+        page.set_harness("A", one)
+        wait_until(lambda: "A" in page.lanes and one[:10] in page.lanes["A"].harness_label)
+        page.mode.set_value("ab_model", emit=True)
+        assert page.servers["B"].isVisible() and page.columns["B"].isVisible()
+        assert not page.ask("hi")  # no servers yet: a clear message instead
+        assert "Start model server A" in page.banner.text.text()
+        page.attach(servers[0].url)
+        page.servers["B"].attach(servers[1].url)
+        wait_until(lambda: all(p.state == "running" for p in page.servers.values()))
+        assert page.ask("hi from Chicago")
+        wait_until(lambda: not page.busy)
+        for key, model in (("A", "model-a"), ("B", "model-b")):
+            column = page.columns[key]
+            assert column.title.text() == model
+            turn = column.turns[-1]
+            assert turn.trace is not None and turn.trace.ok
+            assert turn.card_kinds()[0] == "skill" and turn.reply_text().startswith("Hi there")
+            assert page.lanes[key].session.model == model
+            assert page.lanes[key].harness is page.lanes["A"].harness  # one harness, two models
+        history = list(page.lanes["A"].history)
+
+        page.mode.set_value("single", emit=True)
+        column = page.columns["A"]
+        before = len(column.turns)
+        assert page.start_replay(count=3, pace_s=0.3, seed=2)
+        wait_until(lambda: page.replay.finished and not page.busy, 60)
+        live = column.turns[before:]
+        assert len(live) == 3
+        metas = [t.viewer.meta.text() for t in live]
+        assert [m.split(" · ")[0] for m in metas] == ["live 1/3", "live 2/3", "live 3/3"]
+        assert all("waited" in m for m in metas)
+        assert [t.viewer.text.text() for t in live] == [p.message for p in page.replay.presets]
+        assert all(t.trace is not None and t.trace.ok for t in live)
+        assert page.lanes["A"].history == history  # each message answered on its own
+        assert page.replay_status.text() == "3 / 3 answered"
+        assert page.replay_button.text() == "Play"
+    finally:
+        _shut(win)
+        for server in servers:
+            server.close()
 
 
 # ----------------------------------------------------------------------------- live (slow)
