@@ -30,8 +30,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -308,6 +311,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     result: dict[str, Any] = {"setup_s": round(setup_s, 1)}
     run_id: str | None = None
+    children: list[subprocess.Popen[bytes]] = []
 
     async def main() -> None:
         nonlocal run_id
@@ -327,6 +331,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print("idle", json.dumps(result["idle"]), flush=True)
 
         run_id, proc = start_training(model, rows)
+        children.append(proc)
         try:
             monitor: Any = TrainPageMonitor(win, run_id, proc)
             result["monitor"] = "Train page RunMonitor"
@@ -380,6 +385,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     cancel(store, run_id, force=True)
                 except Exception as exc:  # already finished
                     print(f"cancel: {exc}", file=sys.stderr)
+        for child in children:  # the training child must not outlive the benchmark
+            try:
+                child.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                child.wait(timeout=10)
         app.aboutToQuit.emit()  # what quitting does: the chat's server stops, pollers end
         reset_jobs()
         asyncio.set_event_loop(None)
