@@ -293,7 +293,7 @@ class MainWindow(QMainWindow):
         faint, ok = theme.color("text-faint"), theme.color("success")
         self.status_workspace.setText(f"Workspace  {workspace.describe_home(self.home)}")
         self.status_server.setText(f"<span style='color:{faint}'>●</span>&nbsp; No model server")
-        self.status_server.setToolTip("Start a model server from the Chat page (next release)")
+        self.status_server.setToolTip("Start a model server from the Chat page")
         n = jobs().running
         dot = ok if n else faint
         names = ", ".join(jobs().labels())
