@@ -152,7 +152,7 @@ def test_error_reduction_and_its_paired_interval() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(3000)  # ~25 min measured on 2 cores shared with other work (load ~10)
 def test_ci_replication_end_to_end(demo_model_folder: Path, hat_home: Path, tmp_path: Path) -> None:
     from core.models import add_folder
     from core.store import Store
