@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -78,23 +79,24 @@ def _word(c: str) -> bool:
     return c.isalnum() or c == "_"
 
 
-def _whole_token(text: str, start: int, end: int) -> bool:
-    """Whether text[start:end] is a whole token: not inside a longer run of word characters,
-    not joined to one by a hyphen (`pre-check_stock`, `product-qa-v2`), and not a `$var` or
-    `${var}` template variable."""
-    if start > 0:
+def _whole_token(text: str, start: int, end: int, lo: int = 0, hi: int | None = None) -> bool:
+    """Whether text[start:end] is a whole token of text[lo:hi] (the piece it is searched in):
+    not inside a longer run of word characters, not joined to one by a hyphen
+    (`pre-check_stock`, `product-qa-v2`), and not a `$var` or `${var}` template variable."""
+    hi = len(text) if hi is None else hi
+    if start > lo:
         before = text[start - 1]
         if _word(before) or before == "$":
             return False
-        if before == "-" and start > 1 and _word(text[start - 2]):
+        if before == "-" and start > lo + 1 and _word(text[start - 2]):
             return False
-        if before == "{" and start > 1 and text[start - 2] == "$":
+        if before == "{" and start > lo + 1 and text[start - 2] == "$":
             return False
-    if end < len(text):
+    if end < hi:
         after = text[end]
         if _word(after):
             return False
-        if after == "-" and end + 1 < len(text) and _word(text[end + 1]):
+        if after == "-" and end + 1 < hi and _word(text[end + 1]):
             return False
     return True
 
@@ -139,21 +141,38 @@ def _segments(text: str) -> tuple[tuple[str, int, int], ...]:
 def _name_hits(text: str, name: str) -> tuple[tuple[int, int], ...]:
     """Where `text` refers to `name` (start, end), by the rules of the module doc, piece by
     piece (`_segments`): in a backtick span as a token; a double-quoted string that is
-    exactly the name as a whole; elsewhere, for an identifier-like name, as a token. Cached
-    by (text, name): the same texts (shared skill bodies, descriptions) meet the same old
-    names (the harness's current names) over and over, whatever subset a variant renames
-    and whatever new names it draws."""
+    exactly the name as a whole; elsewhere, for an identifier-like name, as a token. Each
+    occurrence of the name is located in its piece by bisection, so a long text with few
+    mentions costs a few lookups. Cached by (text, name): the same texts (shared skill
+    bodies, descriptions) meet the same old names (the harness's current names) over and
+    over, whatever subset a variant renames and whatever new names it draws."""
+    pos = text.find(name)
+    if pos == -1 or not name:
+        return ()
+    segments = _segments(text)
+    starts = _segment_starts(text)
     everywhere = is_identifier_like(name)
     out: list[tuple[int, int]] = []
-    for kind, start, end in _segments(text):
-        segment = text[start:end]
-        if name not in segment:
-            continue
-        if kind == "quoted" and segment[1:-1] == name:
-            out.append((start + 1, end - 1))
-        elif kind == "code" or everywhere:
-            out.extend((start + s, start + e) for s, e, _ in _token_hits(segment, [name]))
+    last_end = -1
+    while pos != -1:
+        end = pos + len(name)
+        kind, lo, hi = segments[bisect_right(starts, pos) - 1]
+        hit = False
+        if end <= hi:  # a name split between two pieces is no reference
+            if kind == "quoted" and lo + 1 == pos and end == hi - 1:
+                hit = True  # the whole quoted string
+            elif kind == "code" or everywhere:
+                hit = _whole_token(text, pos, end, lo, hi)
+        if hit and pos >= last_end:
+            out.append((pos, end))
+            last_end = end
+        pos = text.find(name, pos + 1)
     return tuple(out)
+
+
+@lru_cache(maxsize=8192)
+def _segment_starts(text: str) -> list[int]:
+    return [start for _, start, _ in _segments(text)]
 
 
 def _text_hits(text: str, names: Iterable[str]) -> list[tuple[int, int, str]]:
