@@ -137,7 +137,7 @@ def _segments(text: str) -> tuple[tuple[str, int, int], ...]:
     return tuple(out)
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)
 def _name_hits(text: str, name: str) -> tuple[tuple[int, int], ...]:
     """Where `text` refers to `name` (start, end), by the rules of the module doc, piece by
     piece (`_segments`): in a backtick span as a token; a double-quoted string that is
