@@ -29,9 +29,31 @@ from core.harness import import_folder
 from core.harness.demo import load_demo_harness
 from core.harness.render import render_system_prompt
 from core.train.config import ConfigError
+from tests.ifeval_data import IFEVAL_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
-IFEVAL = ROOT.parent / "shared" / "data" / "ifeval" / "input_data.jsonl"
+
+# Our own prompts in IFEval's record format, for a checkout without the official file: the
+# pipeline (serving, scoring, report) is what this test guards, not IFEval's numbers.
+OWN_IFEVAL = [
+    {"key": 1, "prompt": "Describe a rainy day in two sentences without using any commas.",
+     "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]},
+    {"key": 2, "prompt": "Write a short greeting for a shopping live stream, all in lowercase.",
+     "instruction_id_list": ["change_case:english_lowercase"], "kwargs": [{}]},
+    {"key": 3, "prompt": "Explain what a coupon is in fewer than 40 words.",
+     "instruction_id_list": ["length_constraints:number_words"],
+     "kwargs": [{"relation": "less than", "num_words": 40}]},
+]  # fmt: skip
+
+
+def ifeval_prompts(tmp_path: Path) -> Path:
+    if IFEVAL_FILE.is_file():
+        return IFEVAL_FILE
+    own = tmp_path / "ifeval.jsonl"
+    own.write_text("".join(json.dumps(r) + "\n" for r in OWN_IFEVAL))
+    return own
+
+
 runner = CliRunner()
 
 
@@ -157,13 +179,13 @@ def test_ci_replication_end_to_end(demo_model_folder: Path, hat_home: Path, tmp_
     from core.models import add_folder
     from core.store import Store
 
-    assert IFEVAL.is_file()
+    ifeval = ifeval_prompts(tmp_path)
     with Store.open() as store:
         add_folder(store, "smollm2-135m-instruct", demo_model_folder)
     folder = tmp_path / "rep"
     results = tmp_path / "results"
     args = ["experiment", "replicate", "--profile", "ci", "--out", str(folder),
-            "--ifeval", str(IFEVAL), "--results", str(results)]  # fmt: skip
+            "--ifeval", str(ifeval), "--results", str(results)]  # fmt: skip
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     state = json.loads((folder / "state.json").read_text())

@@ -96,9 +96,10 @@ def main():
             entry = {"ok": False, "error": _first_line(exc)}
         entry["seconds"] = round(time.monotonic() - started, 3)
         out["modules"][name] = entry
-    if spec.get("torch_cuda") and out["modules"].get("torch", {}).get("ok") and spec["import"]:
+    # torch was imported (or not) by the loop above, in this child only; read it from there.
+    torch = sys.modules.get("torch")
+    if spec.get("torch_cuda") and torch is not None:
         try:
-            import torch
             out["torch_cuda"] = {"built": torch.version.cuda,
                                  "available": bool(torch.cuda.is_available())}
         except Exception as exc:
