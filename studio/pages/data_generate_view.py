@@ -21,9 +21,7 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
     QLineEdit,
-    QListWidget,
     QListWidgetItem,
-    QProgressBar,
     QScrollArea,
     QSpinBox,
     QVBoxLayout,
@@ -34,10 +32,14 @@ from studio import theme
 from studio.context import StudioContext
 from studio.logic.data_generate import SAMPLER_CHOICES
 from studio.logic.data_tasks import SOURCES
-from studio.pages.data_conversation import themed
-from studio.pages.data_widgets import Pane, elastic_combo, fill_combo, stop_on_close
+from studio.pages.data_widgets import (
+    JobColumn,
+    duration,
+    elastic_combo,
+    fill_combo,
+    stop_on_close,
+)
 from studio.widgets.common import (
-    Banner,
     Field,
     Segmented,
     button,
@@ -45,24 +47,6 @@ from studio.widgets.common import (
     clear_layout,
     label,
 )
-
-PROGRESS_QSS = """
-QProgressBar { background: @surface-sunken; border: none; border-radius: 4px; height: 8px; }
-QProgressBar::chunk { background: @accent; border-radius: 4px; }
-"""
-
-
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, sec = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {sec:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
 
 
 class GenerateView(QWidget):
@@ -205,44 +189,6 @@ class GenerateView(QWidget):
         lay.addWidget(form_scroll)
 
         # ---------------------------------------------------------------- progress
-        right = QVBoxLayout()
-        right.setSpacing(10)
-        self.banner = Banner()
-        right.addWidget(self.banner)
-        self.progress_pane = Pane("No generation running")
-        self.progress_pane.aside.setText("")
-        self.bar = QProgressBar()
-        self.bar.setTextVisible(False)
-        self.bar.setFixedHeight(8)
-        self.bar.setRange(0, 1)
-        self.bar.setValue(0)
-        theme.bind(self.bar, lambda w: w.setStyleSheet(themed(PROGRESS_QSS)))  # type: ignore[attr-defined]
-        self.progress_pane.body.addWidget(self.bar)
-        stats = QHBoxLayout()
-        stats.setSpacing(18)
-        self.stat_labels: dict[str, Any] = {}
-        for key, title in (
-            ("done", "Jobs"),
-            ("written", "Kept"),
-            ("rejected", "Rejected"),
-            ("rate", "Jobs / s"),
-            ("elapsed", "Elapsed"),
-            ("left", "Remaining"),
-        ):
-            box = QVBoxLayout()
-            box.setSpacing(0)
-            value = label("–", "PageTitle")
-            box.addWidget(value)
-            box.addWidget(label(title, "Faint"))
-            stats.addLayout(box)
-            self.stat_labels[key] = value
-        stats.addStretch(1)
-        self.progress_pane.body.addLayout(stats)
-        self.reasons = QHBoxLayout()
-        self.reasons.setSpacing(6)
-        self.progress_pane.body.addLayout(self.reasons)
-        buttons = QHBoxLayout()
-        buttons.addStretch(1)
         self.open_button = button("Open in Trajectories", "eye", "", "Browse the rows written")
         self.open_button.setEnabled(False)
         self.cancel_button = button(
@@ -250,16 +196,25 @@ class GenerateView(QWidget):
         )
         self.cancel_button.setEnabled(False)
         self.cancel_button.hide()
-        buttons.addWidget(self.open_button)
-        buttons.addWidget(self.cancel_button)
-        self.progress_pane.body.addLayout(buttons)
-        right.addWidget(self.progress_pane)
-        self.log_pane = Pane("Latest jobs")
-        self.log = QListWidget()
-        self.log.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.log.setTextElideMode(Qt.TextElideMode.ElideRight)
-        self.log_pane.body.addWidget(self.log)
-        right.addWidget(self.log_pane, 1)
+        self.reasons = QHBoxLayout()
+        self.reasons.setSpacing(6)
+        right = JobColumn(
+            "No generation running",
+            (
+                ("done", "Jobs"),
+                ("written", "Kept"),
+                ("rejected", "Rejected"),
+                ("rate", "Jobs / s"),
+                ("elapsed", "Elapsed"),
+                ("left", "Remaining"),
+            ),
+            self.open_button,
+            self.cancel_button,
+            "Latest jobs",
+            extra=self.reasons,
+        )
+        self.banner, self.progress_pane, self.bar = right.banner, right.progress_pane, right.bar
+        self.stat_labels, self.log_pane, self.log = right.stat_labels, right.log_pane, right.log
         lay.addLayout(right, 1)
 
         self.teacher.changed.connect(self._teacher_changed)

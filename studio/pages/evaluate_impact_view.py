@@ -27,9 +27,8 @@ from studio import theme
 from studio.context import StudioContext
 from studio.logic.eval_view import SUITE_CHOICES
 from studio.pages.data_conversation import ConversationView, themed
-from studio.pages.data_generate_view import PROGRESS_QSS
-from studio.pages.data_widgets import Pane, elastic_combo, fill_combo, stop_on_close
-from studio.pages.evaluate_run_view import ModelPicker, version_items
+from studio.pages.data_widgets import PROGRESS_QSS, Pane, elastic_combo, fill_combo, stop_on_close
+from studio.pages.evaluate_run_view import ModelPicker, read_choices, version_items
 from studio.widgets.common import Banner, Field, button, label
 from studio.widgets.tables import Column, RecordTable
 
@@ -227,15 +226,7 @@ class ImpactView(QWidget):
     # ------------------------------------------------------------------ choices
 
     def load_choices(self) -> None:
-        name = self.ctx.harness_name
-
-        def work(store: Any) -> Any:
-            from studio.logic.eval_view import model_choices
-
-            return model_choices(store), (store.log(name) if name else [])
-
-        def done(result: Any) -> None:
-            choices, versions = result
+        def done(choices: Any, versions: Any) -> None:
             first = not self.picker.choices
             self.picker.set_choices(choices)
             if first:
@@ -252,7 +243,7 @@ class ImpactView(QWidget):
                 deployed = next((v.id for v in older if "production" in v.labels), older[0].id)
                 self.set_versions(deployed, versions[0].id)
 
-        self.ctx.run_store(work, on_done=done, label="Reading versions")
+        read_choices(self.ctx, done, "Reading versions")
 
     def set_versions(self, from_id: str, to_id: str) -> None:
         self.from_version.setCurrentIndex(self.from_version.findData(from_id))

@@ -7,6 +7,7 @@ makes (the command is shown under the form)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -16,9 +17,7 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
     QLineEdit,
-    QListWidget,
     QListWidgetItem,
-    QProgressBar,
     QScrollArea,
     QSpinBox,
     QToolButton,
@@ -29,10 +28,21 @@ from PySide6.QtWidgets import (
 from studio import theme
 from studio.context import StudioContext
 from studio.logic.eval_view import SUITE_CHOICES
-from studio.pages.data_conversation import themed
-from studio.pages.data_generate_view import PROGRESS_QSS, duration
-from studio.pages.data_widgets import Pane, elastic_combo, fill_combo, stop_on_close
-from studio.widgets.common import Banner, Field, Segmented, button, label
+from studio.pages.data_widgets import JobColumn, duration, elastic_combo, fill_combo, stop_on_close
+from studio.widgets.common import Field, Segmented, button, label
+
+
+def read_choices(ctx: StudioContext, on_done: Callable[[Any, Any], None], label: str) -> None:
+    """The model choices and the edited harness's versions, read in a worker; `on_done(choices,
+    versions)` on the GUI thread."""
+    name = ctx.harness_name
+
+    def work(store: Any) -> Any:
+        from studio.logic.eval_view import model_choices
+
+        return model_choices(store), (store.log(name) if name else [])
+
+    ctx.run_store(work, on_done=lambda result: on_done(*result), label=label)
 
 
 def version_items(versions: list[Any]) -> list[tuple[str, str]]:
@@ -219,53 +229,21 @@ class RunView(QWidget):
         scroll.setWidget(form)
         lay.addWidget(scroll)
 
-        right = QVBoxLayout()
-        right.setSpacing(10)
-        self.banner = Banner()
-        right.addWidget(self.banner)
-        self.progress_pane = Pane("No evaluation running")
-        self.bar = QProgressBar()
-        self.bar.setTextVisible(False)
-        self.bar.setFixedHeight(8)
-        self.bar.setRange(0, 1)
-        self.bar.setValue(0)
-        theme.bind(self.bar, lambda w: w.setStyleSheet(themed(PROGRESS_QSS)))  # type: ignore[attr-defined]
-        self.progress_pane.body.addWidget(self.bar)
-        stats = QHBoxLayout()
-        stats.setSpacing(18)
-        self.stat_labels: dict[str, Any] = {}
-        for key, title in (
-            ("done", "Items"),
-            ("passed", "Passed"),
-            ("failed", "Failed"),
-            ("elapsed", "Elapsed"),
-        ):
-            box = QVBoxLayout()
-            box.setSpacing(0)
-            value = label("–", "PageTitle")
-            box.addWidget(value)
-            box.addWidget(label(title, "Faint"))
-            stats.addLayout(box)
-            self.stat_labels[key] = value
-        stats.addStretch(1)
-        self.progress_pane.body.addLayout(stats)
-        buttons = QHBoxLayout()
-        buttons.addStretch(1)
         self.results_button = button("Open results", "eye", "", "Show this run in Results")
         self.results_button.setEnabled(False)
         self.stop_button = button(
             "Stop", "close", "danger", "Stop after the items in flight; resume continues"
         )
         self.stop_button.hide()
-        buttons.addWidget(self.results_button)
-        buttons.addWidget(self.stop_button)
-        self.progress_pane.body.addLayout(buttons)
-        right.addWidget(self.progress_pane)
-        self.log_pane = Pane("Latest items")
-        self.log = QListWidget()
-        self.log.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.log_pane.body.addWidget(self.log)
-        right.addWidget(self.log_pane, 1)
+        right = JobColumn(
+            "No evaluation running",
+            (("done", "Items"), ("passed", "Passed"), ("failed", "Failed"), ("elapsed", "Elapsed")),
+            self.results_button,
+            self.stop_button,
+            "Latest items",
+        )
+        self.banner, self.progress_pane, self.bar = right.banner, right.progress_pane, right.bar
+        self.stat_labels, self.log_pane, self.log = right.stat_labels, right.log_pane, right.log
         lay.addLayout(right, 1)
 
         self._started = 0.0
@@ -290,22 +268,14 @@ class RunView(QWidget):
     # ------------------------------------------------------------------ form
 
     def load_choices(self) -> None:
-        name = self.ctx.harness_name
-
-        def work(store: Any) -> Any:
-            from studio.logic.eval_view import model_choices
-
-            return model_choices(store), (store.log(name) if name else [])
-
-        def done(result: Any) -> None:
-            choices, versions = result
+        def done(choices: Any, versions: Any) -> None:
             self.picker.set_choices(choices)
             items = version_items(versions)
             fill_combo(self.version, items)
             fill_combo(self.fixed_on, items)
             self._update()
 
-        self.ctx.run_store(work, on_done=done, label="Reading models")
+        read_choices(self.ctx, done, "Reading models")
 
     def launch(self) -> Any:
         from studio.logic.eval_view import LaunchRequest
