@@ -21,13 +21,14 @@ report can import them without pulling in the runner.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -303,8 +304,22 @@ class ImpactReport:
 
 # ----------------------------------------------------------------------------- functions
 
+P = ParamSpec("P")
+R = TypeVar("R")
 
-def run_eval(
+
+def _blocking(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R]:
+    """The coroutine function `fn` as a plain call (its own event loop), for the CLI and
+    scripts; the studio awaits the `_async` form on its qasync loop."""
+
+    @functools.wraps(fn)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        return asyncio.run(fn(*args, **kwargs))
+
+    return call
+
+
+async def run_eval_async(
     store: Store,
     request: EvalRequest,
     *,
@@ -316,23 +331,7 @@ def run_eval(
 
     Never raises for model, server or item failures: they end up as failed rows or as the
     run's status and reason. Raises `EvalError` for bad requests (unknown model, harness or
-    suite data) before anything is stored."""
-    return asyncio.run(
-        run_eval_async(
-            store, request, on_progress=on_progress, stop=stop, client_factory=client_factory
-        )
-    )
-
-
-async def run_eval_async(
-    store: Store,
-    request: EvalRequest,
-    *,
-    on_progress: ProgressCallback | None = None,
-    stop: StopFlag | None = None,
-    client_factory: ClientFactory | None = None,
-) -> EvalRun:
-    """`run_eval` inside a running event loop (the studio's qasync loop)."""
+    suite data) before anything is stored. (`run_eval` is the same outside an event loop.)"""
     from core.eval.runner import start_run
 
     return await start_run(
@@ -340,7 +339,7 @@ async def run_eval_async(
     )
 
 
-def resume_eval(
+async def resume_eval_async(
     store: Store,
     run_id: str,
     *,
@@ -355,29 +354,6 @@ def resume_eval(
     answered with an error; timeout; crash), which are run again and replaced. Failures that
     are the model's own (empty output, endless tool loops) stay. `base_url` points the resume
     at another running server."""
-    return asyncio.run(
-        resume_eval_async(
-            store,
-            run_id,
-            on_progress=on_progress,
-            stop=stop,
-            client_factory=client_factory,
-            base_url=base_url,
-            retry_failed=retry_failed,
-        )
-    )
-
-
-async def resume_eval_async(
-    store: Store,
-    run_id: str,
-    *,
-    on_progress: ProgressCallback | None = None,
-    stop: StopFlag | None = None,
-    client_factory: ClientFactory | None = None,
-    base_url: str | None = None,
-    retry_failed: bool = True,
-) -> EvalRun:
     from core.eval.runner import continue_run
 
     return await continue_run(
@@ -438,7 +414,7 @@ def load_trace(
     return _load(store, run_id, key)
 
 
-def impact(
+async def impact_async(
     store: Store,
     model: str,
     from_ref: str,
@@ -458,39 +434,6 @@ def impact(
     components, with the score change and its 95 % paired bootstrap interval.
     `request` gives the other settings (its model, adapter, harness, suites and limit are
     replaced by the arguments)."""
-    return asyncio.run(
-        impact_async(
-            store,
-            model,
-            from_ref,
-            to_ref,
-            suites=suites,
-            limit=limit,
-            adapter=adapter,
-            base_url=base_url,
-            request=request,
-            on_progress=on_progress,
-            stop=stop,
-            client_factory=client_factory,
-        )
-    )
-
-
-async def impact_async(
-    store: Store,
-    model: str,
-    from_ref: str,
-    to_ref: str,
-    *,
-    suites: list[Suite] | None = None,
-    limit: int | None = None,
-    adapter: str | None = None,
-    base_url: str | None = None,
-    request: EvalRequest | None = None,
-    on_progress: ProgressCallback | None = None,
-    stop: StopFlag | None = None,
-    client_factory: ClientFactory | None = None,
-) -> ImpactReport:
     from core.eval.impact import run_impact
 
     return await run_impact(
@@ -507,6 +450,11 @@ async def impact_async(
         stop=stop,
         client_factory=client_factory,
     )
+
+
+run_eval = _blocking(run_eval_async)
+resume_eval = _blocking(resume_eval_async)
+impact = _blocking(impact_async)
 
 
 class EvalError(ValueError):
