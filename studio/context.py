@@ -29,6 +29,8 @@ class StudioContext(QObject):
     """The harness being edited changed (name)."""
     message = Signal(str, str)
     """(kind, text): a toast (kind info/success) or an error banner (kind error)."""
+    closing = Signal()
+    """The workspace is about to close its store: stop timers and worker threads that use it."""
 
     def __init__(
         self, home: Path, settings: QSettings, jobs: Jobs, busy_timeout: float = 3.0
@@ -70,6 +72,7 @@ class StudioContext(QObject):
         self.openFailed.emit(str(exc))
 
     def close(self) -> None:
+        self.closing.emit()
         if self.store is not None:
             self.store.close()
             self.store = None

@@ -13,6 +13,9 @@ from hypothesis import HealthCheck, settings
 if TYPE_CHECKING:
     from core.serving import ManagedServer
 
+# Every GUI test runs offscreen, whichever module creates the QApplication first.
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
 # "dev" (default) explores more; "ci" (CI=true) keeps the whole suite fast. Override with
 # HYPOTHESIS_PROFILE=<name>.
 settings.register_profile(

@@ -358,6 +358,22 @@ def test_gpu_choice_and_scale_out_shape_the_command(
         _shut(win)
 
 
+def test_closing_the_workspace_stops_the_run_hub(qapp: Any, hat_home: Path) -> None:
+    """The hub polls the store from its own thread: once the workspace closes, no poll may
+    start (it would read a closed store, or deliver to a hub being destroyed)."""
+    win = _open(hat_home)
+    try:
+        hub = _train_page(win).hub
+        assert hub._timer.isActive()
+        win.ctx.close()
+        assert not hub._timer.isActive()
+        assert hub._poller.run(lambda: None) is None
+        hub.follow("any-run")
+        assert not hub._timer.isActive()
+    finally:
+        _shut(win)
+
+
 # ----------------------------------------------------------------------------- a real run
 
 

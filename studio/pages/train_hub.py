@@ -80,9 +80,11 @@ class RunHub(QObject):
         self._timer = QTimer(self)
         self._timer.setInterval(POLL_MS)
         self._timer.timeout.connect(self.tick)
+        self._closed = False
         app = QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self._poller.shutdown)
+        ctx.closing.connect(self.shutdown)
         ctx.opened.connect(self.attach)
         if ctx.store is not None:
             self.attach()
@@ -126,6 +128,13 @@ class RunHub(QObject):
 
         self._poller.run(work, on_done=done, on_error=self._report)
 
+    def shutdown(self) -> None:
+        """Stop polling before the workspace closes its store: the poller thread must not
+        read a closed store, nor deliver to a hub that is being destroyed."""
+        self._closed = True
+        self._timer.stop()
+        self._poller.shutdown()
+
     def refresh(self) -> None:
         """Read the run list again now (the runs being followed keep their state)."""
         self._list_due = True
@@ -147,7 +156,7 @@ class RunHub(QObject):
         elif proc is not None:
             entry.tracker.proc = proc
             entry.loaded = False  # poll again until it ends
-        if not self._timer.isActive() and self.ctx.store is not None:
+        if not self._timer.isActive() and self.ctx.store is not None and not self._closed:
             self._timer.start()
         QTimer.singleShot(0, self.tick)
         return entry
@@ -163,7 +172,7 @@ class RunHub(QObject):
 
     def tick(self) -> None:
         store = self.ctx.store
-        if self._in_flight or store is None:
+        if self._in_flight or store is None or self._closed:
             return
         self._ticks += 1
         if self._ticks % LIST_EVERY == 0:
