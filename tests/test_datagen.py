@@ -223,7 +223,7 @@ def test_bad_teacher_is_a_graded_failure(
 
 
 def test_native_invalid_arguments_reach_the_model(demo: Harness, catalog: Catalog) -> None:
-    from core.datagen.teacher import UNPARSED_ARGUMENTS, parse_arguments
+    from core.serving.client import UNPARSED_ARGUMENTS, parse_arguments
 
     assert parse_arguments('{"link_no": 3') == {UNPARSED_ARGUMENTS: '{"link_no": 3'}
     assert parse_arguments("[1, 2]") == {UNPARSED_ARGUMENTS: "[1, 2]"}
@@ -380,6 +380,10 @@ def test_variant_sampler_hook(tmp_path: Path, demo: Harness, catalog: Catalog) -
 
 
 class _Handler(BaseHTTPRequestHandler):
+    """A hosted OpenAI-compatible API with scripted replies (streamed as server-sent events):
+    the teacher's remote endpoint, which cannot run on this machine; the tests with real
+    servers use `transformers serve`."""
+
     replies: ClassVar[list[dict[str, Any]]] = []
     requests: ClassVar[list[dict[str, Any]]] = []
     status: ClassVar[int] = 200
@@ -394,20 +398,25 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b'{"error": {"message": "overloaded"}}')
             return
         message = type(self).replies[(len(type(self).requests) - 1) % len(type(self).replies)]
-        payload = {
-            "id": "x",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
-        data = json.dumps(payload).encode()
+        delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+        if message.get("tool_calls"):
+            delta["tool_calls"] = [
+                {"index": i, **call} for i, call in enumerate(message["tool_calls"])
+            ]
+        chunks = [
+            {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+            {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}},
+        ]
+        head = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
+        data = b"".join(
+            b"data: " + json.dumps({**head, **chunk}).encode() + b"\n\n" for chunk in chunks
+        )
         self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data + b"data: [DONE]\n\n")))
         self.end_headers()
-        self.wfile.write(data)
+        self.wfile.write(data + b"data: [DONE]\n\n")
 
     def log_message(self, *args: Any) -> None:
         pass

@@ -40,6 +40,7 @@ from core.runtime.client import CallTiming, DeltaCallback, Message, ModelError, 
 from core.runtime.trajectory import ToolCall
 
 TokenCounter = Callable[[str], int]
+UNPARSED_ARGUMENTS = "_unparsed_arguments"
 
 
 @dataclass
@@ -70,7 +71,9 @@ class OpenAIChatClient:
 
     `timeout_s` bounds one whole call (connect, prefill and decode); `connect_timeout_s` how
     long connecting may take. `extra_body` is merged into every request (engine-specific
-    fields such as vLLM's `continue_final_message`). Safe for concurrent calls.
+    fields such as vLLM's `continue_final_message`). `max_retries` > 0 lets the `openai`
+    client retry a failed connection or a 429/5xx answer (hosted APIs). Safe for concurrent
+    calls.
     """
 
     def __init__(
@@ -85,6 +88,7 @@ class OpenAIChatClient:
         token_counter: TokenCounter | None = None,
         extra_body: dict[str, Any] | None = None,
         api_key: str = "hat-studio",
+        max_retries: int = 0,
     ) -> None:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
@@ -98,7 +102,7 @@ class OpenAIChatClient:
         self._client = openai.AsyncOpenAI(
             base_url=self.base_url,
             api_key=api_key,
-            max_retries=0,
+            max_retries=max_retries,
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
         )
 
@@ -281,15 +285,26 @@ class _Call:
 
     @staticmethod
     def _tool_call(index: int, slot: dict[str, str]) -> ToolCall:
-        raw = slot["arguments"].strip()
-        arguments: dict[str, Any]
-        try:
-            parsed = json.loads(raw) if raw else {}
-            arguments = parsed if isinstance(parsed, dict) else {"_unparsed_arguments": raw}
-        except ValueError:
-            # Left for the loop's schema check to report back to the model.
-            arguments = {"_unparsed_arguments": raw}
+        arguments = parse_arguments(slot["arguments"])
         return ToolCall(name=slot["name"], arguments=arguments, id=slot["id"] or f"call_{index}")
+
+
+def parse_arguments(text: str) -> dict[str, Any]:
+    """A native tool call's `arguments` string as a dict.
+
+    Text that is not a JSON object is passed on as `{"_unparsed_arguments": "<raw text>"}`:
+    the loop's schema check rejects it as `invalid_arguments` (every demo tool forbids
+    additional properties) and tells the model, so the bad call shows in the trace."""
+    raw = text.strip()
+    if not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return {UNPARSED_ARGUMENTS: raw[:2000]}
+    if not isinstance(data, dict):
+        return {UNPARSED_ARGUMENTS: raw[:2000]}
+    return data
 
 
 def _root_cause(exc: BaseException) -> str:

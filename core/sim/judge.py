@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.harness.models import Harness
+from core.runtime.client import ModelError
 from core.runtime.trace import Trace
+from core.serving.client import GenerationOptions, OpenAIChatClient
 from core.sim.graders import GraderResult, Grades, grade
 from core.sim.models import Catalog, Intent, Task
 
@@ -110,36 +112,28 @@ class LLMJudge:
         timeout_s: float = 60.0,
         max_retries: int = 1,
     ) -> None:
-        from openai import AsyncOpenAI
-
         if samples < 1:
             raise ValueError("samples must be at least 1")
         self.model = model
         self.samples = samples
         self.temperature = temperature
-        self._client = AsyncOpenAI(
-            base_url=base_url,
+        self._client = OpenAIChatClient(
+            base_url,
+            model,
+            options=GenerationOptions(max_tokens=200, temperature=temperature),
+            timeout_s=timeout_s,
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
-            timeout=timeout_s,
             max_retries=max_retries,
         )
 
     async def close(self) -> None:
-        await self._client.close()
+        await self._client.aclose()
 
     async def _vote(self, messages: list[dict[str, str]]) -> tuple[float, str]:
-        import openai
-
         try:
-            response: Any = await self._client.chat.completions.create(
-                model=self.model,
-                messages=messages,  # type: ignore[arg-type]
-                temperature=self.temperature,
-                max_tokens=200,
-            )
-            text = response.choices[0].message.content or ""
-        except (openai.OpenAIError, IndexError, AttributeError) as exc:
-            raise ValueError(f"{type(exc).__name__}: {exc}") from exc
+            text = (await self._client.complete(messages)).content
+        except ModelError as exc:
+            raise ValueError(str(exc)) from exc
         vote = parse_vote(text)
         if vote is None:
             raise ValueError(f"no score on the scale in {text[:120]!r}")
