@@ -180,9 +180,9 @@ def run_ours(home: Path, rows: Path, model: Path, spec: dict[str, Any], tag: str
 def run_plain(data: Path, model: Path, spec: dict[str, Any], out: Path) -> float:
     command = [sys.executable, __file__, "--plain", str(data), str(model), str(out),
                json.dumps(spec)]  # fmt: skip
-    from core.train.runs import _child_env
+    from core.train.runs import child_env
 
-    env = _child_env()  # the same environment our stage's child gets
+    env = child_env()  # the same environment our stage's child gets
     started = time.perf_counter()
     subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)  # fmt: skip

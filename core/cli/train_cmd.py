@@ -172,8 +172,9 @@ def _end(run: Any) -> None:
 
 
 def _show(config: StageConfig, env: Environment) -> None:
+    from core.doctor.pythons import training_python
     from core.paths import runs_dir
-    from core.train.runs import new_run_id, show_command, training_python
+    from core.train.runs import new_run_id, show_command
     from core.train.scaleout import stage_command
 
     run_dir = runs_dir() / new_run_id(config.stage)

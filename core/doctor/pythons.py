@@ -33,14 +33,13 @@ TRAINING_ENV = Path("envs") / "training"
 
 
 def project_root() -> Path:
-    """The folder holding the `core` and `training` packages: training children run there
-    (the same folder as `core.train.runs.project_root`, without importing the training
-    module's dependencies)."""
+    """The folder holding the `core` and `training` packages: training children run there."""
     return Path(__file__).resolve().parents[2]
 
 
 def training_python() -> str:
-    """The interpreter of training children, as `core.train.runs.training_python` picks it."""
+    """The interpreter of training and GGUF-import children: $HAT_TRAINING_PYTHON or this
+    one (the packaged app sets the variable at start, see the module doc)."""
     return os.environ.get(TRAINING_VAR) or sys.executable
 
 

@@ -16,7 +16,6 @@ from core.models.registry import (
     register_adapter,
     register_merged,
     remove,
-    training_python,
 )
 from core.store.serving import ModelRecord, list_models
 
@@ -40,5 +39,4 @@ __all__ = [
     "register_adapter",
     "register_merged",
     "remove",
-    "training_python",
 ]

@@ -24,13 +24,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import uuid
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from core.doctor.pythons import project_root, training_python
 from core.models.folder import FolderError, FolderInfo, check_adapter_folder, check_model_folder
 from core.paths import models_dir
 from core.store import Store, StoreError
@@ -50,11 +50,6 @@ class RegistryError(Exception):
     def __init__(self, message: str, *, kind: str = "error") -> None:
         super().__init__(message)
         self.kind = kind
-
-
-def training_python() -> str:
-    """The interpreter that runs training/import children: $HAT_TRAINING_PYTHON or this one."""
-    return os.environ.get("HAT_TRAINING_PYTHON") or sys.executable
 
 
 def _slug(name: str) -> str:
@@ -236,7 +231,7 @@ def _run_import(
             stderr=subprocess.PIPE,
             text=True,
             env=env,
-            cwd=str(_project_root()),
+            cwd=str(project_root()),
         )
     except OSError as exc:
         raise RegistryError(
@@ -296,11 +291,6 @@ def _run_import(
             )
         raise RegistryError(f"the GGUF import failed ({reason}):\n{tail}{hint}", kind="failed")
     return done
-
-
-def _project_root() -> Path:
-    """Where `training` is importable from: the folder that holds the core package."""
-    return Path(__file__).resolve().parents[2]
 
 
 # ----------------------------------------------------------------------------- demo model

@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from core.doctor.pythons import project_root, training_python
 from core.store import Store
 from core.store.training import RunRecord, get_run, update_run
 from core.train.config import (
@@ -43,14 +44,13 @@ from core.train.config import (
 from core.train.pipeline import start_pipeline
 from core.train.runs import (
     RunError,
+    child_env,
     new_run_id,
     prepare,
-    project_root,
     refresh,
     resume,
     show_command,
     start,
-    training_python,
 )
 from core.train.scaleout import stage_command
 
@@ -155,11 +155,8 @@ def launch_stage(
 def _spawn_pipeline(run: RunRecord, home: Path) -> subprocess.Popen[bytes]:
     """`hat train resume <pipeline id>` in its own session (it runs the pending stages)."""
     run_dir = Path(run.run_dir)
-    env = dict(os.environ)
+    env = child_env()
     root = str(project_root())
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env["PYTHONUNBUFFERED"] = "1"
-    env.setdefault("HF_HUB_OFFLINE", "1")
     command = [sys.executable, "-m", "core.cli.main", "train", "resume", run.id]
     with (run_dir / PIPELINE_LOG).open("ab") as log:
         try:

@@ -38,6 +38,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -48,6 +49,7 @@ from typing import Any
 
 import yaml
 
+from core.doctor.pythons import project_root, training_python
 from core.paths import runs_dir
 from core.store import Store, StoreError
 from core.store.training import (
@@ -89,18 +91,6 @@ CHECKPOINTS = "checkpoints"
 
 class RunError(Exception):
     """A run operation cannot be done (unknown run, nothing to resume, ...)."""
-
-
-def training_python() -> str:
-    """The interpreter of training children: $HAT_TRAINING_PYTHON or this one."""
-    import sys
-
-    return os.environ.get("HAT_TRAINING_PYTHON") or sys.executable
-
-
-def project_root() -> Path:
-    """The folder holding the `core` and `training` packages (the child's working directory)."""
-    return Path(__file__).resolve().parents[2]
 
 
 def new_run_id(stage: str) -> str:
@@ -276,7 +266,8 @@ def show_command(command: list[str]) -> str:
 # ----------------------------------------------------------------------------- start / watch
 
 
-def _child_env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
+    """The environment of a training child (a stage, or a pipeline's driver)."""
     env = dict(os.environ)
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
@@ -286,8 +277,12 @@ def _child_env() -> dict[str, str]:
     # load ~10); on an idle machine the difference is within noise.
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     env["PYTHONUNBUFFERED"] = "1"
-    root = str(project_root())
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if not getattr(sys, "frozen", False):
+        # From a checkout the child imports this very `core` and `training`. A packaged app's
+        # folder holds the app's own libraries, which must not shadow the training
+        # environment's (that environment has hat-studio installed, see core.doctor.pythons).
+        root = str(project_root())
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 
 
@@ -311,7 +306,7 @@ def start(store: Store, run_id: str, *, resume: bool = False) -> subprocess.Pope
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=str(project_root()),
-            env=_child_env(),
+            env=child_env(),
             start_new_session=True,
         )
     except OSError as exc:
