@@ -385,6 +385,17 @@ def test_interpreter_rules_match_the_launchers(
     assert str(pythons.vllm_python(hat_home)[0]) == default_python("vllm")
 
 
+def test_a_packaged_app_keeps_its_folder_off_the_training_childs_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from core.train.runs import child_env
+
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    assert child_env()["PYTHONPATH"] == str(pythons.project_root())
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert "PYTHONPATH" not in child_env()
+
+
 def test_packaged_defaults_find_the_training_environment(tmp_path: Path) -> None:
     home = tmp_path / "home"
     assert pythons.packaged_defaults(home, {}) == {}
