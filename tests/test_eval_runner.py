@@ -37,7 +37,7 @@ from core.eval.api import (
 )
 from core.eval.results import EvalResult, ResultStatus, Suite
 from core.eval.runner import HV_DIMENSIONS, oracle_clients, plan_items, stratified, suite_tasks
-from core.eval.store import add_result, create_run, done_items
+from core.eval.store import add_result, create_run, done_items, update_run
 from core.harness.demo import load_demo_harness
 from core.harness.models import Harness
 from core.runtime.client import ChatClient, Message, ModelReply
@@ -222,6 +222,51 @@ def test_stop_and_resume_skip_stored_items(store: Store) -> None:
     third = _Counting()
     assert resume_eval(store, run.id, client_factory=third).status is RunStatus.DONE
     assert third.keys == []
+
+
+def test_a_run_another_process_executes_is_not_resumed(store: Store) -> None:
+    """While a process executes a run (here a child holding the run's lock, as a running
+    `hat eval run` does) a resume is refused and changes nothing; once that process is gone,
+    the run (still stored as running) resumes."""
+    import subprocess
+    import sys
+
+    from core.eval.api import EvalError, eval_run_active, get_eval_run
+    from core.store.types import utcnow
+
+    request = EvalRequest(model="oracle", suites=[Suite.LS_QA], limit=2)
+    stop = threading.Event()
+    stop.set()
+    run = run_eval(store, request, client_factory=oracle(), stop=stop)
+    update_run(store, run.id, status=RunStatus.RUNNING, finished_at=None, started_at=utcnow())
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from core.eval.runner import _run_lock\n"
+            "from core.store import Store\n"
+            f"lock = _run_lock(Store.open({str(store.path)!r}), {run.id!r})\n"
+            "lock.acquire()\n"
+            "print('held', flush=True)\n"
+            "time.sleep(600)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert eval_run_active(store, run.id)
+        before = done_items(store, run.id)
+        with pytest.raises(EvalError, match="another process"):
+            resume_eval(store, run.id, client_factory=oracle())
+        assert get_eval_run(store, run.id).status is RunStatus.RUNNING
+        assert done_items(store, run.id) == before
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not eval_run_active(store, run.id)
+    assert resume_eval(store, run.id, client_factory=oracle()).status is RunStatus.DONE
 
 
 # ----------------------------------------------------------------------------- failures

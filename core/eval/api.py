@@ -381,6 +381,14 @@ def get_eval_run(store: Store, run_id: str) -> EvalRun:
     return get_run(store, run_id)
 
 
+def eval_run_active(store: Store, run_id: str) -> bool:
+    """Whether a process is executing the run now. A run stored as running whose process
+    died is not active: resuming it is safe (a resume of an active run is refused)."""
+    from core.eval.runner import is_active
+
+    return is_active(store, run_id)
+
+
 def delete_eval_run(store: Store, run_id: str) -> None:
     """Remove a run and its rows (its latency rows stay with the serving statistics)."""
     from core.eval.store import delete_run

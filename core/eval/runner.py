@@ -47,9 +47,11 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
+from filelock import FileLock, Timeout
 
 from core.eval.api import (
     DEFAULT_HARNESS,
@@ -697,8 +699,38 @@ async def _drive(
     return RunStatus.DONE, None
 
 
+def _run_lock(store: Store, run_id: str) -> FileLock:
+    folder = Path(store.path).parent / "eval-locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    return FileLock(folder / f"{run_id}.lock")
+
+
+def is_active(store: Store, run_id: str) -> bool:
+    """Whether some process is evaluating `run_id` right now.
+
+    A run holds an OS file lock while it executes; the lock goes with the process, so a run
+    whose process died is stored as running but is not active (and can be resumed)."""
+    lock = _run_lock(store, run_id)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return True
+    lock.release()
+    return False
+
+
 async def _guarded(store: Store, run: EvalRun, coro: Any) -> EvalRun:
-    """Await `coro`; a cancelled or crashed run is stored as stopped / failed first."""
+    """Await `coro` holding the run's lock; a cancelled or crashed run is stored as stopped /
+    failed first. A run another process is executing is refused, untouched."""
+    lock = _run_lock(store, run.id)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        coro.close()
+        raise EvalError(
+            f"run {run.id} is being evaluated by another process right now; "
+            "resume it once that process has stopped"
+        ) from None
     try:
         result: EvalRun = await coro
         return result
@@ -722,6 +754,8 @@ async def _guarded(store: Store, run: EvalRun, coro: Any) -> EvalRun:
             finished_at=utcnow(),
         )
         raise
+    finally:
+        lock.release()
 
 
 def _check_request(store: Store, request: EvalRequest, factory: ClientFactory | None) -> None:

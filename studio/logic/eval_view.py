@@ -503,6 +503,13 @@ class RunView:
     dimensions: list[DimensionRow] = field(default_factory=list)
     items: list[ItemRow] = field(default_factory=list)
     failures: list[tuple[str, int, str]] = field(default_factory=list)
+    active: bool = False
+    """A process is executing the run now (no Resume then)."""
+
+    @property
+    def resumable(self) -> bool:
+        status = self.run.status.value
+        return status in ("stopped", "failed") or (status == "running" and not self.active)
 
 
 def _triple(ci: Any) -> tuple[float, float, float]:
@@ -511,13 +518,14 @@ def _triple(ci: Any) -> tuple[float, float, float]:
 
 def run_view(store: Store, run_id: str, resamples: int = RESAMPLES) -> RunView:
     """One run's rows and report (None while it has no rows)."""
-    from core.eval.api import get_eval_run, load_results
+    from core.eval.api import eval_run_active, get_eval_run, load_results
     from core.eval.report import IFEVAL_LABELS, build_report
 
     run = get_eval_run(store, run_id)
+    active = run.status.value == "running" and eval_run_active(store, run.id)
     results = load_results(store, run.id)
     if not results:
-        return RunView(run, results, None)
+        return RunView(run, results, None, active=active)
     report = build_report(
         results,
         meta={"model": model_label(run.model, run.adapter), "run": run.id},
@@ -559,7 +567,7 @@ def run_view(store: Store, run_id: str, resamples: int = RESAMPLES) -> RunView:
         )
         for d in report.dimensions
     ]
-    return RunView(run, results, report, suites, dims, item_rows(results), failures)
+    return RunView(run, results, report, suites, dims, item_rows(results), failures, active=active)
 
 
 @dataclass(frozen=True)

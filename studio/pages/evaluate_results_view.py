@@ -435,7 +435,7 @@ class ResultsView(QWidget):
         self.chips.addWidget(chip(run.status.value, STATUS_CHIP.get(run.status.value, "neutral")))
         self.chips.addWidget(chip(f"{run.harness} @ {(run.harness_version or '')[:10]}", "neutral"))
         self.meta.setText(f"{run.id} · {run.done}/{run.total} items")
-        self.resume_button.setVisible(run.status.value in ("stopped", "failed", "running"))
+        self.resume_button.setVisible(view.resumable)
         if run.reason and run.status.value != "done":
             self.banner.show_message(
                 "warning" if run.status.value == "stopped" else "error",
