@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -30,3 +31,47 @@ def wait_until(predicate: Callable[[], object], timeout: float = 15.0, step_ms: 
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s")
         spin(step_ms)
+
+
+def idle(timeout: float = 60) -> None:
+    """Let queued timers start their jobs, then wait for every job to finish."""
+    from studio.jobs import jobs
+
+    for _ in range(2):
+        spin(10)
+        wait_until(lambda: jobs().running == 0, timeout=timeout)
+    spin(10)
+
+
+def open_studio(  # type: ignore[no-untyped-def]
+    home: Path,
+    busy_timeout: float = 3.0,
+    size: tuple[int, int] | None = (1280, 820),
+    theme_name: str | None = "light",
+    timeout: float = 90,
+):
+    """A real studio window on the workspace `home`, its store open and its jobs finished."""
+    from studio.app import create_window
+    from studio.workspace import InstanceGuard
+
+    guard = InstanceGuard(home)
+    guard.acquire()
+    win = create_window(home, theme_name=theme_name, guard=guard, busy_timeout=busy_timeout)
+    if size is not None:
+        win.resize(*size)
+    win.show()
+    wait_until(lambda: win.ctx.session.doc is not None, timeout=timeout)
+    idle()
+    return win
+
+
+def shut(win, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
+    """Close the window as a user would once its jobs are done, and forget the job runner."""
+    from studio.jobs import reset_jobs
+
+    idle(timeout)
+    win._closing_ok = True
+    win.close()
+    reset_jobs()
+    win.deleteLater()
+    spin(5)

@@ -332,20 +332,18 @@ def test_chat_server_reports_causes(tmp_path: Path) -> None:
 
 
 def _open(home: Path) -> Any:
-    from tests.test_studio_gui import open_studio
+    from tests.studio_helpers import idle, open_studio
 
     win = open_studio(home, busy_timeout=0.5)
     win.show_page("chat")
     page = win.page("chat")
-    from tests.test_studio_gui import idle
-
     idle()
     return win, page
 
 
 def _shut(win: Any) -> None:
     from studio.jobs import jobs, reset_jobs
-    from tests.test_studio_gui import shut
+    from tests.studio_helpers import shut
 
     win.page("chat").shutdown()
     if jobs().running:  # a request a failed test left on its (closed) asyncio loop

@@ -28,38 +28,14 @@ from studio.logic.data_rows import (
     row_detail,
 )
 from studio.logic.data_turns import turns_from_messages
-from tests.studio_helpers import spin, wait_until  # sets QT_QPA_PLATFORM=offscreen
-
-
-def idle() -> None:
-    for _ in range(2):
-        spin(10)
-        from studio.jobs import jobs
-
-        wait_until(lambda: jobs().running == 0, timeout=60)
-    spin(10)
+from tests.studio_helpers import idle, open_studio, shut, spin, wait_until
 
 
 @pytest.fixture
 def studio(qapp, hat_home: Path):  # type: ignore[no-untyped-def]
-    from studio.app import create_window
-    from studio.jobs import reset_jobs
-    from studio.workspace import InstanceGuard
-
-    guard = InstanceGuard(hat_home)
-    guard.acquire()
-    win = create_window(hat_home, theme_name="light", guard=guard, busy_timeout=0.3)
-    win.resize(1280, 820)
-    win.show()
-    wait_until(lambda: win.ctx.session.doc is not None, timeout=90)
-    idle()
+    win = open_studio(hat_home, busy_timeout=0.3)
     yield win
-    idle()
-    win._closing_ok = True
-    win.close()
-    reset_jobs()
-    win.deleteLater()
-    spin(5)
+    shut(win)
 
 
 def data_page(win):  # type: ignore[no-untyped-def]

@@ -25,38 +25,14 @@ from studio.logic.eval_view import (
     fixed_name,
     item_rows,
 )
-from tests.studio_helpers import spin, wait_until  # sets QT_QPA_PLATFORM=offscreen
-
-
-def idle(timeout: float = 60) -> None:
-    from studio.jobs import jobs
-
-    for _ in range(2):
-        spin(10)
-        wait_until(lambda: jobs().running == 0, timeout=timeout)
-    spin(10)
+from tests.studio_helpers import idle, open_studio, shut, wait_until
 
 
 @pytest.fixture
 def studio(qapp, hat_home: Path):  # type: ignore[no-untyped-def]
-    from studio.app import create_window
-    from studio.jobs import reset_jobs
-    from studio.workspace import InstanceGuard
-
-    guard = InstanceGuard(hat_home)
-    guard.acquire()
-    win = create_window(hat_home, theme_name="light", guard=guard, busy_timeout=0.3)
-    win.resize(1440, 900)
-    win.show()
-    wait_until(lambda: win.ctx.session.doc is not None, timeout=90)
-    idle()
+    win = open_studio(hat_home, busy_timeout=0.3, size=(1440, 900))
     yield win
-    idle(timeout=300)
-    win._closing_ok = True
-    win.close()
-    reset_jobs()
-    win.deleteLater()
-    spin(5)
+    shut(win, timeout=300)
 
 
 def evaluate_page(win):  # type: ignore[no-untyped-def]

@@ -23,41 +23,9 @@ from core.harness import export_folder, import_folder
 from core.harness.demo import demo_harness_path
 from core.store import Store
 from studio import dialogs, theme
-from studio.app import create_window
 from studio.jobs import jobs, reset_jobs
 from studio.workspace import AnotherInstance, InstanceGuard
-from tests.studio_helpers import spin, wait_until  # sets QT_QPA_PLATFORM=offscreen
-
-
-def idle() -> None:
-    """Let queued timers start their jobs, then wait for every job to finish."""
-    for _ in range(2):
-        spin(10)
-        wait_until(lambda: jobs().running == 0)
-    spin(10)
-
-
-def open_studio(
-    home: Path, busy_timeout: float = 3.0, resize: bool = True, theme_name: str | None = "light"
-):  # type: ignore[no-untyped-def]
-    guard = InstanceGuard(home)
-    guard.acquire()
-    win = create_window(home, theme_name=theme_name, guard=guard, busy_timeout=busy_timeout)
-    if resize:
-        win.resize(1280, 820)
-    win.show()
-    wait_until(lambda: win.ctx.session.doc is not None)
-    idle()
-    return win
-
-
-def shut(win) -> None:  # type: ignore[no-untyped-def]
-    idle()
-    win._closing_ok = True
-    win.close()
-    reset_jobs()
-    win.deleteLater()
-    spin(5)
+from tests.studio_helpers import idle, open_studio, shut, spin, wait_until
 
 
 @pytest.fixture
@@ -89,7 +57,7 @@ def test_first_launch_opens_demo_and_restores_state(qapp, hat_home: Path) -> Non
     win.resize(1300, 840)
     shut(win)
 
-    win = open_studio(hat_home, resize=False, theme_name=None)
+    win = open_studio(hat_home, size=None, theme_name=None)
     try:
         assert len(store_log(hat_home)) == 1  # the demo is imported once
         assert win.current_page() == "variants"

@@ -205,23 +205,13 @@ def test_a_pipeline_runs_in_its_own_detached_process(hat_home: Path, tmp_path: P
 
 
 def _open(home: Path, timeout: float = 120) -> Any:
-    from studio.app import create_window
-    from studio.workspace import InstanceGuard
-    from tests.studio_helpers import wait_until
-    from tests.test_studio_gui import idle
+    from tests.studio_helpers import open_studio
 
-    guard = InstanceGuard(home)
-    guard.acquire()
-    win = create_window(home, theme_name="light", guard=guard)
-    win.resize(1440, 900)
-    win.show()
-    wait_until(lambda: win.ctx.session.doc is not None, timeout=timeout)
-    idle()
-    return win
+    return open_studio(home, size=(1440, 900), timeout=timeout)
 
 
 def _shut(win: Any) -> None:
-    from tests.test_studio_gui import shut
+    from tests.studio_helpers import shut
 
     shut(win)
 

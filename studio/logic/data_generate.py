@@ -24,6 +24,7 @@ from typing import Any
 
 from core.harness import Harness
 from studio.logic.data_tasks import SOURCES, load_tasks
+from studio.logic.requests import RequestError, check_url
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
 SAMPLER_CHOICES: tuple[tuple[str, str], ...] = (
@@ -37,15 +38,6 @@ SAMPLER_CHOICES: tuple[tuple[str, str], ...] = (
 
 class _Cancelled(Exception):
     """Raised from the progress callback to stop the generator between two jobs."""
-
-
-class RequestError(ValueError):
-    """A form value that cannot be used: `field` names the input, the message says why."""
-
-    def __init__(self, field_name: str, message: str) -> None:
-        super().__init__(f"{field_name}: {message}")
-        self.field = field_name
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -82,11 +74,7 @@ class GenerationRequest:
         if self.teacher not in ("oracle", "openai"):
             raise RequestError("teacher", f"unknown teacher {self.teacher!r}")
         if self.teacher == "openai":
-            if not re.match(r"^https?://[^\s/]+", self.url.strip()):
-                raise RequestError(
-                    "url",
-                    "an http(s) URL of an OpenAI-compatible server, e.g. http://localhost:8000/v1",
-                )
+            check_url("url", self.url, "an OpenAI-compatible server")
             if not self.model.strip():
                 raise RequestError("model", "the model name the server knows")
         if self.source not in {k for k, _ in SOURCES}:

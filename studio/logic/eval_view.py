@@ -13,7 +13,6 @@ fixed harness, which is what the harness-change impact gate is about).
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.eval.results import EvalResult, ResultStatus, Suite
 from studio.logic.data_turns import TurnItem, turns_from_trace
+from studio.logic.requests import RequestError, check_url
 
 if TYPE_CHECKING:
     from core.eval.api import ClientFactory, EvalRequest, EvalRun, ImpactReport
@@ -45,18 +45,8 @@ DIMENSION_LABELS = {
     "hooks": "Hook behaviour",
     "all": "All dimensions",
 }
-URL_RE = re.compile(r"^https?://[^\s/]+")
 RESAMPLES = 1000
 """Bootstrap resamples for the page (the CLI reports use 2000; 1000 keeps a click snappy)."""
-
-
-class RequestError(ValueError):
-    """A form value that cannot be used: `field` names the input."""
-
-    def __init__(self, field_name: str, message: str) -> None:
-        super().__init__(f"{field_name}: {message}")
-        self.field = field_name
-        self.message = message
 
 
 # ----------------------------------------------------------------------------- models
@@ -153,11 +143,8 @@ class LaunchRequest:
             raise RequestError("suites", "the oracle answers agent tasks only, not IFEval")
         if self.kind == "oracle-fixed" and not self.fixed_on:
             raise RequestError("fixed_on", "pick the harness version the oracle keeps")
-        url = self.base_url.strip()
-        if self.kind == "model" and self.server == "url" and not URL_RE.match(url):
-            raise RequestError(
-                "base_url", "an http(s) URL of a running server, e.g. http://127.0.0.1:8000/v1"
-            )
+        if self.kind == "model" and self.server == "url":
+            check_url("base_url", self.base_url, "a running server")
         if self.engine not in ("transformers", "vllm"):
             raise RequestError("engine", f"unknown engine {self.engine!r}")
 

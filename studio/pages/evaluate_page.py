@@ -11,31 +11,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtWidgets import QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QWidget
 
-from studio import theme
 from studio.context import StudioContext
 from studio.pages.evaluate_impact_view import ImpactView
 from studio.pages.evaluate_results_view import ResultsView
 from studio.pages.evaluate_run_view import RunView
-from studio.widgets.common import PageHeader, button
-
-TABS = ("results", "impact", "run")
-ICONS = ("evaluate", "diff", "play")
+from studio.pages.tabbed_page import TabbedPage
+from studio.widgets.common import button
 
 
-class EvaluatePage(QWidget):
+class EvaluatePage(TabbedPage):
     def __init__(self, ctx: StudioContext, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("Page")
-        self.ctx = ctx
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.setSpacing(0)
-        self.header = PageHeader(
+        super().__init__(
+            ctx,
+            "evaluate",
             "Evaluate",
             "Suite scores with intervals, robustness to harness variants, and what a harness "
             "edit does to a model",
+            parent,
         )
         self.impact_button = button(
             "Check a harness edit", "diff", "", "Compare two harness versions on one model"
@@ -43,21 +37,13 @@ class EvaluatePage(QWidget):
         self.new_button = button("New evaluation", "play", "primary", "Run suites for a model")
         self.header.add(self.impact_button)
         self.header.add(self.new_button)
-        lay.addWidget(self.header)
 
-        self.tabs = QTabWidget()
-        self.tabs.setDocumentMode(True)
         self.results = ResultsView(ctx)
         self.impact = ImpactView(ctx)
         self.run = RunView(ctx)
-        for widget, icon, title in (
-            (self.results, "evaluate", "Results"),
-            (self.impact, "diff", "Harness impact"),
-            (self.run, "play", "Run"),
-        ):
-            self.tabs.addTab(widget, theme.icon(icon), title)
-        lay.addWidget(self.tabs, 1)
-        theme.bind(self.tabs, lambda w: self._tab_icons())  # type: ignore[attr-defined]
+        self.add_tab("results", self.results, "evaluate", "Results")
+        self.add_tab("impact", self.impact, "diff", "Harness impact")
+        self.add_tab("run", self.run, "play", "Run")
 
         self.new_button.clicked.connect(lambda: self.show_tab("run"))
         self.impact_button.clicked.connect(lambda: self.show_tab("impact"))
@@ -65,18 +51,7 @@ class EvaluatePage(QWidget):
         self.run.results_button.clicked.connect(self._open_result)
         self.results.resume_requested.connect(self.resume)
         self.impact.reported.connect(lambda _r: self.results.refresh())
-        self.tabs.currentChanged.connect(
-            lambda i: self.ctx.settings.setValue("evaluate/tab", TABS[i])
-        )
-        wanted = str(ctx.settings.value("evaluate/tab", "results") or "results")
-        self.show_tab(wanted if wanted in TABS else "results")
-
-    def _tab_icons(self) -> None:
-        for i, name in enumerate(ICONS):
-            self.tabs.setTabIcon(i, theme.icon(name))
-
-    def show_tab(self, name: str) -> None:
-        self.tabs.setCurrentIndex(TABS.index(name))
+        self.restore_tab()
 
     def _open_result(self) -> None:
         run: Any = self.run.result
