@@ -35,7 +35,9 @@ def _say(message: str) -> None:
 def replicate(
     profile: Annotated[
         str | None,
-        typer.Option("--profile", "-p", help="ci | cpu-small | gpu, or a profile YAML file."),
+        typer.Option(
+            "--profile", "-p", help="ci | cpu-shared | cpu-small | gpu, or a profile YAML file."
+        ),
     ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="Run folder (default <home>/experiments/...).")
