@@ -292,3 +292,18 @@ def test_item_rows_explain_what_went_wrong() -> None:
     assert rows[1].variant == "Tool schemas"
     assert rows[1].reason == "effectiveness: price: did not state the price 9.99"
     assert rows[2].score == 0.0 and rows[2].reason.startswith("model_error")
+
+
+def test_resume_is_offered_for_ended_runs_and_for_running_ones_whose_process_is_gone() -> None:
+    from types import SimpleNamespace
+
+    from core.eval.api import RunStatus
+    from studio.logic.eval_view import RunView
+
+    def view(status: RunStatus, active: bool = False) -> RunView:
+        return RunView(SimpleNamespace(status=status), [], None, active=active)
+
+    assert view(RunStatus.STOPPED).resumable and view(RunStatus.FAILED).resumable
+    assert not view(RunStatus.DONE).resumable
+    assert view(RunStatus.RUNNING).resumable  # stored as running, its process died
+    assert not view(RunStatus.RUNNING, active=True).resumable
