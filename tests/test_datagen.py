@@ -470,7 +470,10 @@ def test_openai_teacher_native_round_trip(
     assert handler.requests[0]["tools"][0]["function"]["name"] == "load_skill"
     second = handler.requests[1]["messages"]
     assert second[-2]["tool_calls"][0]["function"]["name"] == "load_skill"
-    assert "unknown_skill" in second[-1]["content"] or "_unparsed" in json.dumps(second)
+    # the unparseable arguments reached the loop as such, and the loop told the model
+    arguments = json.loads(second[-2]["tool_calls"][0]["function"]["arguments"])
+    assert arguments == {"_unparsed_arguments": "{bad"}
+    assert second[-1]["role"] == "tool" and '"kind": "unknown_skill"' in second[-1]["content"]
 
 
 def test_openai_teacher_http_errors_are_model_errors(
