@@ -33,9 +33,17 @@ class StudioContext(QObject):
     """The workspace is about to close its store: stop timers and worker threads that use it."""
 
     def __init__(
-        self, home: Path, settings: QSettings, jobs: Jobs, busy_timeout: float = 3.0
+        self,
+        home: Path,
+        settings: QSettings,
+        jobs: Jobs,
+        busy_timeout: float = 3.0,
+        parent: QObject | None = None,
     ) -> None:
-        super().__init__()
+        # The window is the parent: the context and everything hanging off it (the edit
+        # session, the run hub and its poller) go when the window goes, at a known point, not
+        # whenever Python's cycle collector reaches them.
+        super().__init__(parent)
         self.home = Path(home)
         self.settings = settings
         self.jobs = jobs

@@ -78,7 +78,7 @@ class MainWindow(QMainWindow):
         self.guard = guard
         self._closing_ok = False
         self.settings = workspace.settings(self.home)
-        self.ctx = StudioContext(self.home, self.settings, jobs(), busy_timeout)
+        self.ctx = StudioContext(self.home, self.settings, jobs(), busy_timeout, parent=self)
         self.setWindowTitle("HAT Studio[*]")
         self.setMinimumSize(1080, 680)
 
