@@ -21,7 +21,7 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
 
 Callback = Callable[[Any], None]
 
@@ -152,10 +152,14 @@ _jobs: Jobs | None = None
 
 
 def jobs() -> Jobs:
-    """The application's job runner (created on first use, on the GUI thread)."""
+    """The application's job runner (created on first use, on the GUI thread).
+
+    The application is its parent, so Qt owns it and it is destroyed on the GUI thread (a
+    Python-owned QObject is destroyed wherever the cycle collector happens to run, which can
+    be a worker thread)."""
     global _jobs
     if _jobs is None:
-        _jobs = Jobs()
+        _jobs = Jobs(QCoreApplication.instance())
     return _jobs
 
 
@@ -164,4 +168,5 @@ def reset_jobs() -> None:
     global _jobs
     if _jobs is not None:
         _jobs.shutdown()
+        _jobs.deleteLater()
         _jobs = None
