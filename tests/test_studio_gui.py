@@ -483,11 +483,14 @@ def test_unsaved_edits_survive_a_crash(qapp, hat_home: Path) -> None:  # type: i
     page.autosave_now()
     idle()
     assert (hat_home / "studio-unsaved.json").exists()
-    # the process dies: no close event, no save; only the lock goes with the process
+    # the process dies: no close event, no save; its lock and its database connections go
+    # with it (released here by hand, since this process lives on)
     win.guard.release()
     reset_jobs()
+    store = win.ctx.store
     win.deleteLater()
     spin(5)
+    store.close()
     win = open_studio(hat_home)
     try:
         session = win.ctx.session
