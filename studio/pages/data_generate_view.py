@@ -28,13 +28,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.train.monitor import format_duration
 from studio import theme
 from studio.context import StudioContext
 from studio.logic.data_generate import SAMPLER_CHOICES
 from studio.logic.data_tasks import SOURCES
 from studio.pages.data_widgets import (
     JobColumn,
-    duration,
     elastic_combo,
     fill_combo,
     stop_on_close,
@@ -379,8 +379,8 @@ class GenerateView(QWidget):
         s["written"].setText(str(p.written))
         s["rejected"].setText(str(p.rejected))
         s["rate"].setText(f"{p.rows_per_s:.1f}" if p.done else "–")
-        s["elapsed"].setText(duration(p.elapsed_s) if p.done else "–")
-        s["left"].setText(duration(p.remaining_s) if p.done else "–")
+        s["elapsed"].setText(format_duration(p.elapsed_s) if p.done else "–")
+        s["left"].setText(format_duration(p.remaining_s) if p.done else "–")
         clear_layout(self.reasons)
         for kind, n in sorted(p.reasons.items(), key=lambda kv: -kv[1]):
             self.reasons.addWidget(chip(f"{kind} · {n}", "removed"))

@@ -66,19 +66,6 @@ QProgressBar::chunk { background: @accent; border-radius: 4px; }
 """
 
 
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, sec = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {sec:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
-
-
 class JobColumn(QVBoxLayout):
     """The right-hand column of a background-job form (teacher generation, an evaluation):
     an error banner, a pane with a progress bar, big-number stats, an optional extra row, the

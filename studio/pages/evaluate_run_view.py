@@ -25,10 +25,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.train.monitor import format_duration
 from studio import theme
 from studio.context import StudioContext
 from studio.logic.eval_view import SUITE_CHOICES
-from studio.pages.data_widgets import JobColumn, duration, elastic_combo, fill_combo, stop_on_close
+from studio.pages.data_widgets import JobColumn, elastic_combo, fill_combo, stop_on_close
 from studio.widgets.common import Field, Segmented, button, label
 
 
@@ -385,7 +386,7 @@ class RunView(QWidget):
         s["done"].setText(f"{p.done} / {p.total}")
         s["passed"].setText(str(p.passed))
         s["failed"].setText(str(p.failed))
-        s["elapsed"].setText(duration(time.monotonic() - self._started))
+        s["elapsed"].setText(format_duration(time.monotonic() - self._started))
         if p.last:
             item = QListWidgetItem(
                 theme.icon("check" if p.last_ok else "close", "success" if p.last_ok else "danger"),
