@@ -360,6 +360,12 @@ def test_closing_the_workspace_stops_the_run_hub(qapp: Any, hat_home: Path) -> N
         assert hub._poller.run(lambda: None) is None
         hub.follow("any-run")
         assert not hub._timer.isActive()
+        # the workspace opens again (a switch reopens the same context): polling resumes
+        from tests.studio_helpers import wait_until
+
+        win.ctx.open()
+        wait_until(lambda: hub.attached and hub._timer.isActive(), timeout=60)
+        assert hub._poller.run(lambda: None) is not None
     finally:
         _shut(win)
 

@@ -122,7 +122,6 @@ class ChatPage(QWidget):
         self._mode_changed()
         ctx.opened.connect(self._on_opened)
         ctx.versionsChanged.connect(self._load_harnesses)
-        ctx.closing.connect(self.shutdown)
         if ctx.store is not None:
             self._on_opened()
         app = QApplication.instance()

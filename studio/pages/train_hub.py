@@ -83,7 +83,7 @@ class RunHub(QObject):
         self._closed = False
         app = QCoreApplication.instance()
         if app is not None:
-            app.aboutToQuit.connect(self._poller.shutdown)
+            app.aboutToQuit.connect(self.shutdown)
         ctx.closing.connect(self.shutdown)
         ctx.opened.connect(self.attach)
         if ctx.store is not None:
@@ -109,6 +109,9 @@ class RunHub(QObject):
         store = self.ctx.store
         if store is None:
             return
+        if self._closed:  # the previous workspace was closed (a workspace switch): poll again
+            self._poller = Jobs(self, workers=1)
+            self._closed = False
         self.followed.clear()
         self.attached = False
 
