@@ -87,6 +87,27 @@ def test_profile_errors_name_the_field() -> None:
         load_profile("no-such-profile")
 
 
+def test_the_recorded_command_is_the_users_not_the_host_process(
+    hat_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In-process (pytest, the studio) `sys.argv` is the host's; the report must still show
+    the `hat experiment replicate ...` line that reproduces the run."""
+    import yaml
+
+    data = load_profile("ci").model_dump(mode="json")
+    data["model"] = "not-registered"
+    profile = tmp_path / "mine.yaml"
+    profile.write_text(yaml.safe_dump(data))
+    monkeypatch.setattr("sys.argv", ["pytest", "--ignore-glob=tests/x.py"])
+    folder = tmp_path / "rep"
+    result = runner.invoke(
+        app, ["experiment", "replicate", "--profile", str(profile), "--out", str(folder)]
+    )
+    assert result.exit_code == 1 and "'not-registered' is not registered" in result.output
+    state = json.loads((folder / "state.json").read_text())
+    assert state["command"] == f"hat experiment replicate --profile {profile} --out {folder}"
+
+
 # ----------------------------------------------------------------------------- harnesses
 
 

@@ -107,7 +107,9 @@ def replicate(
                 folder = out or home() / "experiments" / f"{prof.name}-{stamp}"
                 run = Replication.create(store, prof, folder, ifeval_path=ifeval_path)
             run.deadline = _deadline(deadline) if deadline else None
-            run.state["command"] = shlex.join(["hat", *sys.argv[1:]]) if sys.argv else None
+            given = {"--profile": profile, "--resume": resume, "--out": out, "--ifeval": ifeval,
+                     "--results": results, "--until": until, "--deadline": deadline}  # fmt: skip
+            run.state["command"] = _command_line(given)
             run.save()
             _say(f"replication {run.profile.name} in {run.folder}")
             run.run_all(on_message=_say, until=until)
@@ -124,6 +126,16 @@ def replicate(
         if report:
             console.print(Path(report["markdown"]).read_text(encoding="utf-8"), markup=False)
         _say(f"total wall time {run.total_wall_s() / 60:.1f} min")
+
+
+def _command_line(options: dict[str, object]) -> str:
+    """The command as the user would retype it, rebuilt from the parsed options: `sys.argv`
+    belongs to the host process (pytest, the studio) whenever the CLI runs in-process."""
+    words = ["hat", "experiment", "replicate"]
+    for flag, value in options.items():
+        if value is not None:
+            words += [flag, str(value)]
+    return shlex.join(words)
 
 
 def _deadline(text: str) -> float:
