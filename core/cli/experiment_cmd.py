@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -128,7 +129,7 @@ def replicate(
         _say(f"total wall time {run.total_wall_s() / 60:.1f} min")
 
 
-def _command_line(options: dict[str, object]) -> str:
+def _command_line(options: Mapping[str, object]) -> str:
     """The command as the user would retype it, rebuilt from the parsed options: `sys.argv`
     belongs to the host process (pytest, the studio) whenever the CLI runs in-process."""
     words = ["hat", "experiment", "replicate"]
