@@ -699,10 +699,14 @@ async def _drive(
     return RunStatus.DONE, None
 
 
+def _lock_path(store: Store, run_id: str) -> Path:
+    return Path(store.path).parent / "eval-locks" / f"{run_id}.lock"
+
+
 def _run_lock(store: Store, run_id: str) -> FileLock:
-    folder = Path(store.path).parent / "eval-locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    return FileLock(folder / f"{run_id}.lock")
+    path = _lock_path(store, run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(path)
 
 
 def is_active(store: Store, run_id: str) -> bool:
@@ -710,6 +714,8 @@ def is_active(store: Store, run_id: str) -> bool:
 
     A run holds an OS file lock while it executes; the lock goes with the process, so a run
     whose process died is stored as running but is not active (and can be resumed)."""
+    if not _lock_path(store, run_id).exists():
+        return False  # never started here: nothing to create on a read
     lock = _run_lock(store, run_id)
     try:
         lock.acquire(timeout=0)

@@ -17,28 +17,19 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
-    QFrame,
     QGridLayout,
     QHBoxLayout,
     QLineEdit,
-    QListWidgetItem,
-    QScrollArea,
     QSpinBox,
-    QVBoxLayout,
     QWidget,
 )
 
 from core.train.monitor import format_duration
-from studio import theme
 from studio.context import StudioContext
 from studio.logic.data_generate import SAMPLER_CHOICES
 from studio.logic.data_tasks import SOURCES
-from studio.pages.data_widgets import (
-    JobColumn,
-    elastic_combo,
-    fill_combo,
-    stop_on_close,
-)
+from studio.pages.data_widgets import elastic_combo, fill_combo, stop_on_close
+from studio.pages.job_view import JobColumn, JobView
 from studio.widgets.common import (
     Field,
     Segmented,
@@ -49,35 +40,20 @@ from studio.widgets.common import (
 )
 
 
-class GenerateView(QWidget):
+class GenerateView(JobView):
     progressed = Signal(object)
     finished = Signal(object)
     """The GenerationResult (also after a cancel)."""
 
     def __init__(self, ctx: StudioContext, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.ctx = ctx
+        super().__init__(ctx, (470, 560), parent)
         self.run: Any = None
         self.result: Any = None
         self.last: Any = None
         self.history: list[Any] = []
-        self._guarded = False
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(24, 12, 24, 16)
-        lay.setSpacing(14)
+        fl = self.form
 
         # ---------------------------------------------------------------- form
-        form_scroll = QScrollArea()
-        form_scroll.setWidgetResizable(True)
-        form_scroll.setFrameShape(QFrame.Shape.NoFrame)
-        form_scroll.setMinimumWidth(470)
-        form_scroll.setMaximumWidth(560)
-        form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        form = QFrame()
-        form.setObjectName("Card")
-        fl = QVBoxLayout(form)
-        fl.setContentsMargins(18, 14, 18, 16)
-        fl.setSpacing(12)
         fl.addWidget(label("Teacher", "SectionTitle"))
         self.teacher = Segmented(
             [("oracle", "Oracle (simulator)"), ("openai", "OpenAI-compatible endpoint")]
@@ -185,8 +161,6 @@ class GenerateView(QWidget):
         actions.addWidget(self.start_button)
         fl.addLayout(actions)
         fl.addStretch(1)
-        form_scroll.setWidget(form)
-        lay.addWidget(form_scroll)
 
         # ---------------------------------------------------------------- progress
         self.open_button = button("Open in Trajectories", "eye", "", "Browse the rows written")
@@ -213,9 +187,7 @@ class GenerateView(QWidget):
             "Latest jobs",
             extra=self.reasons,
         )
-        self.banner, self.progress_pane, self.bar = right.banner, right.progress_pane, right.bar
-        self.stat_labels, self.log_pane, self.log = right.stat_labels, right.log_pane, right.log
-        lay.addLayout(right, 1)
+        self.set_column(right)
 
         self.teacher.changed.connect(self._teacher_changed)
         self.source.currentIndexChanged.connect(lambda _i: self._update_command())
@@ -340,9 +312,7 @@ class GenerateView(QWidget):
     def _prepared(self, run: Any) -> None:
         from studio.logic.data_generate import Progress
 
-        if not self._guarded:
-            stop_on_close(self, self.ctx, self.cancel)
-            self._guarded = True
+        stop_on_close(self, self.ctx, self.cancel)
         self.run = run
         self.result = None
         self.log.clear()
@@ -372,8 +342,7 @@ class GenerateView(QWidget):
 
     def _show_progress(self, p: Any) -> None:
         self.last = p
-        self.bar.setRange(0, max(1, p.total))
-        self.bar.setValue(p.done)
+        self._col().show_count(p.done, p.total)
         s = self.stat_labels
         s["done"].setText(f"{p.done} / {p.total}")
         s["written"].setText(str(p.written))
@@ -387,16 +356,7 @@ class GenerateView(QWidget):
         self.reasons.addStretch(1)
         if p.last_key:
             text = p.last_key + ("" if p.last_kept else f"  —  {p.last_reason}")
-            item = QListWidgetItem(
-                theme.icon(
-                    "check" if p.last_kept else "close", "success" if p.last_kept else "danger"
-                ),
-                text,
-            )
-            item.setToolTip(text)
-            self.log.insertItem(0, item)
-            while self.log.count() > 200:
-                self.log.takeItem(self.log.count() - 1)
+            self._col().add_item(text, p.last_kept)
 
     def _done(self, result: Any) -> None:
         self.result = result

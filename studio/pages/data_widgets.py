@@ -1,5 +1,5 @@
 """Small panels the Data and Evaluate pages share: grades with their reasons, a facts grid,
-a titled pane, a filter combo, and the progress column of a background job."""
+a titled pane and a filter combo (the background-job tabs are in job_view.py)."""
 
 from __future__ import annotations
 
@@ -13,16 +13,11 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
     QLabel,
-    QLayout,
-    QListWidget,
-    QProgressBar,
-    QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
-from studio import theme
-from studio.widgets.common import Banner, chip, clear_layout, label
+from studio.widgets.common import chip, clear_layout, label
 from studio.widgets.tables import score_tone
 
 TONE_CHIP = {
@@ -58,69 +53,6 @@ class Pane(QFrame):
         self.body = QVBoxLayout()
         self.body.setSpacing(8)
         lay.addLayout(self.body, 1)
-
-
-PROGRESS_QSS = """
-QProgressBar { background: @surface-sunken; border: none; border-radius: 4px; height: 8px; }
-QProgressBar::chunk { background: @accent; border-radius: 4px; }
-"""
-
-
-class JobColumn(QVBoxLayout):
-    """The right-hand column of a background-job form (teacher generation, an evaluation):
-    an error banner, a pane with a progress bar, big-number stats, an optional extra row, the
-    job's two buttons (open the result, stop), and a pane listing the latest items."""
-
-    def __init__(
-        self,
-        idle_title: str,
-        stats: Sequence[tuple[str, str]],
-        open_button: QPushButton,
-        stop_button: QPushButton,
-        log_title: str,
-        extra: QLayout | None = None,
-    ) -> None:
-        from studio.pages.data_conversation import themed
-
-        super().__init__()
-        self.setSpacing(10)
-        self.banner = Banner()
-        self.addWidget(self.banner)
-        self.progress_pane = Pane(idle_title)
-        self.bar = QProgressBar()
-        self.bar.setTextVisible(False)
-        self.bar.setFixedHeight(8)
-        self.bar.setRange(0, 1)
-        self.bar.setValue(0)
-        theme.bind(self.bar, lambda w: w.setStyleSheet(themed(PROGRESS_QSS)))  # type: ignore[attr-defined]
-        self.progress_pane.body.addWidget(self.bar)
-        row = QHBoxLayout()
-        row.setSpacing(18)
-        self.stat_labels: dict[str, QLabel] = {}
-        for key, title in stats:
-            box = QVBoxLayout()
-            box.setSpacing(0)
-            value = label("–", "PageTitle")
-            box.addWidget(value)
-            box.addWidget(label(title, "Faint"))
-            row.addLayout(box)
-            self.stat_labels[key] = value
-        row.addStretch(1)
-        self.progress_pane.body.addLayout(row)
-        if extra is not None:
-            self.progress_pane.body.addLayout(extra)
-        buttons = QHBoxLayout()
-        buttons.addStretch(1)
-        buttons.addWidget(open_button)
-        buttons.addWidget(stop_button)
-        self.progress_pane.body.addLayout(buttons)
-        self.addWidget(self.progress_pane)
-        self.log_pane = Pane(log_title)
-        self.log = QListWidget()
-        self.log.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.log.setTextElideMode(Qt.TextElideMode.ElideRight)
-        self.log_pane.body.addWidget(self.log)
-        self.addWidget(self.log_pane, 1)
 
 
 class GradesPanel(QWidget):
@@ -224,8 +156,9 @@ def stop_on_close(widget: QWidget, ctx: Any, stop: Callable[[], None]) -> None:
     so a job left running would hold the quit until it ends; stopped, it ends after the item
     in flight, and what it wrote stays (generation resumes, evaluation runs resume)."""
     window = widget.window()
-    if window is widget:
-        return
+    if window is widget or widget.property("hatStopOnClose"):
+        return  # not in a window yet, or already guarded (each start asks again)
+    widget.setProperty("hatStopOnClose", True)
     window.installEventFilter(_CloseGuard(window, ctx, stop))
 
 

@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
-    QProgressBar,
     QSpinBox,
     QSplitter,
     QToolButton,
@@ -26,9 +25,10 @@ from PySide6.QtWidgets import (
 from studio import theme
 from studio.context import StudioContext
 from studio.logic.eval_view import SUITE_CHOICES
-from studio.pages.data_conversation import ConversationView, themed
-from studio.pages.data_widgets import PROGRESS_QSS, Pane, elastic_combo, fill_combo, stop_on_close
+from studio.pages.data_conversation import ConversationView
+from studio.pages.data_widgets import Pane, elastic_combo, fill_combo, stop_on_close
 from studio.pages.evaluate_run_view import ModelPicker, read_choices, version_items
+from studio.pages.job_view import progress_bar
 from studio.widgets.common import Banner, Field, button, label
 from studio.widgets.tables import Column, RecordTable
 
@@ -68,7 +68,6 @@ class ImpactView(QWidget):
         self.groups: list[Any] = []
         self.flip: Any = None
         self._token = 0
-        self._guarded = False
         lay = QVBoxLayout(self)
         lay.setContentsMargins(24, 12, 24, 16)
         lay.setSpacing(10)
@@ -127,11 +126,8 @@ class ImpactView(QWidget):
         grid.setColumnStretch(0, 2)
         grid.setColumnStretch(2, 2)
         grid.setColumnStretch(4, 2)
-        self.bar = QProgressBar()
-        self.bar.setTextVisible(False)
-        self.bar.setFixedHeight(6)
+        self.bar = progress_bar(6)
         self.bar.hide()
-        theme.bind(self.bar, lambda w: w.setStyleSheet(themed(PROGRESS_QSS)))  # type: ignore[attr-defined]
         grid.addWidget(self.bar, 2, 0, 1, 5)
         lay.addWidget(bar)
         self.banner = Banner()
@@ -280,9 +276,7 @@ class ImpactView(QWidget):
             self.banner.show_message("error", f"Cannot run the gate: {exc}")
             return
         self.banner.hide()
-        if not self._guarded:
-            stop_on_close(self, self.ctx, self.stop)
-            self._guarded = True
+        stop_on_close(self, self.ctx, self.stop)
         self.job = job
         self.run_button.setEnabled(False)
         self.stop_button.show()

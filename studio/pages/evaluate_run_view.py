@@ -13,12 +13,9 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
-    QFrame,
     QGridLayout,
     QHBoxLayout,
     QLineEdit,
-    QListWidgetItem,
-    QScrollArea,
     QSpinBox,
     QToolButton,
     QVBoxLayout,
@@ -26,10 +23,10 @@ from PySide6.QtWidgets import (
 )
 
 from core.train.monitor import format_duration
-from studio import theme
 from studio.context import StudioContext
 from studio.logic.eval_view import SUITE_CHOICES
-from studio.pages.data_widgets import JobColumn, elastic_combo, fill_combo, stop_on_close
+from studio.pages.data_widgets import elastic_combo, fill_combo, stop_on_close
+from studio.pages.job_view import JobColumn, JobView
 from studio.widgets.common import Field, Segmented, button, label
 
 
@@ -106,33 +103,17 @@ class ModelPicker(QWidget):
         return c.kind if c is not None else "model"
 
 
-class RunView(QWidget):
+class RunView(JobView):
     progressed = Signal(object)
     finished = Signal(object)
     """The stored EvalRun when the job ends (done, stopped or failed)."""
 
     def __init__(self, ctx: StudioContext, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.ctx = ctx
+        super().__init__(ctx, (480, 580), parent)
         self.job: Any = None
         self.result: Any = None
         self.last: Any = None
-        self._guarded = False
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(24, 12, 24, 16)
-        lay.setSpacing(14)
-
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setMinimumWidth(480)
-        scroll.setMaximumWidth(580)
-        form = QFrame()
-        form.setObjectName("Card")
-        fl = QVBoxLayout(form)
-        fl.setContentsMargins(18, 14, 18, 16)
-        fl.setSpacing(12)
+        fl = self.form
         fl.addWidget(label("Model", "SectionTitle"))
         self.picker = ModelPicker()
         fl.addWidget(self.picker)
@@ -227,8 +208,6 @@ class RunView(QWidget):
         actions.addWidget(self.start_button)
         fl.addLayout(actions)
         fl.addStretch(1)
-        scroll.setWidget(form)
-        lay.addWidget(scroll)
 
         self.results_button = button("Open results", "eye", "", "Show this run in Results")
         self.results_button.setEnabled(False)
@@ -243,9 +222,7 @@ class RunView(QWidget):
             self.stop_button,
             "Latest items",
         )
-        self.banner, self.progress_pane, self.bar = right.banner, right.progress_pane, right.bar
-        self.stat_labels, self.log_pane, self.log = right.stat_labels, right.log_pane, right.log
-        lay.addLayout(right, 1)
+        self.set_column(right)
 
         self._started = 0.0
         self.picker.changed.connect(self._update)
@@ -350,9 +327,7 @@ class RunView(QWidget):
         """Run `job` (an EvalJob) with this pane's progress (also used by Resume)."""
         import time
 
-        if not self._guarded:
-            stop_on_close(self, self.ctx, self.stop)
-            self._guarded = True
+        stop_on_close(self, self.ctx, self.stop)
         self.job = job
         self.result = None
         self.log.clear()
@@ -379,8 +354,7 @@ class RunView(QWidget):
         import time
 
         self.last = p
-        self.bar.setRange(0, max(1, p.total))
-        self.bar.setValue(p.done)
+        self._col().show_count(p.done, p.total)
         self.progress_pane.aside.setText(f"{p.done} / {p.total} items")
         s = self.stat_labels
         s["done"].setText(f"{p.done} / {p.total}")
@@ -388,14 +362,7 @@ class RunView(QWidget):
         s["failed"].setText(str(p.failed))
         s["elapsed"].setText(format_duration(time.monotonic() - self._started))
         if p.last:
-            item = QListWidgetItem(
-                theme.icon("check" if p.last_ok else "close", "success" if p.last_ok else "danger"),
-                p.last,
-            )
-            item.setToolTip(p.last)
-            self.log.insertItem(0, item)
-            while self.log.count() > 200:
-                self.log.takeItem(self.log.count() - 1)
+            self._col().add_item(p.last, p.last_ok)
 
     def _done(self, run: Any) -> None:
         self.job = None
