@@ -8,11 +8,14 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
+    QCheckBox,
     QFrame,
+    QGridLayout,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QPlainTextEdit,
     QScrollArea,
     QVBoxLayout,
@@ -84,6 +87,35 @@ class ComponentEditor(QWidget):
         self.body.setContentsMargins(24, 8, 24, 20)
         self.body.setSpacing(14)
         outer.addLayout(self.body, 1)
+
+    def add_header(
+        self,
+        name_hint: str,
+        second: tuple[str, Field],
+        description_height: int,
+        stretch: tuple[int, int] = (1, 1),
+    ) -> None:
+        """The Name | <second field> | Enabled row with the description under it (skills and
+        tools); sets `self.name`, `self.enabled` and `self.description`."""
+        form = QWidget()
+        grid = QGridLayout(form)
+        grid.setContentsMargins(0, 0, 0, 0)
+        grid.setHorizontalSpacing(16)
+        grid.setVerticalSpacing(12)
+        self.name = QLineEdit()
+        self.enabled = QCheckBox("Enabled")
+        self.description = QPlainTextEdit()
+        self.description.setFixedHeight(description_height)
+        self.fields["name"] = Field("Name", self.name, name_hint)
+        self.fields[second[0]] = second[1]
+        self.fields["description"] = Field("Description", self.description)
+        grid.addWidget(self.fields["name"], 0, 0)
+        grid.addWidget(second[1], 0, 1)
+        grid.addWidget(self.enabled, 0, 2, Qt.AlignmentFlag.AlignTop)
+        grid.addWidget(self.fields["description"], 1, 0, 1, 3)
+        grid.setColumnStretch(0, stretch[0])
+        grid.setColumnStretch(1, stretch[1])
+        self.body.addWidget(form)
 
     @staticmethod
     def scrolling(widget: QWidget) -> QScrollArea:

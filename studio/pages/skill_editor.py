@@ -7,9 +7,6 @@ from typing import Any
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QGridLayout,
-    QLineEdit,
     QPlainTextEdit,
     QSplitter,
     QTabWidget,
@@ -32,36 +29,17 @@ class SkillEditor(ComponentEditor):
 
     def __init__(self, session: EditSession, parent: QWidget | None = None) -> None:
         super().__init__(session, parent)
-        form = QWidget()
-        grid = QGridLayout(form)
-        grid.setContentsMargins(0, 0, 0, 0)
-        grid.setHorizontalSpacing(16)
-        grid.setVerticalSpacing(12)
-        self.name = QLineEdit()
-        self.name.setPlaceholderText("lowercase-with-hyphens")
         self.kind = Segmented([("reply", "Reply"), ("strategy", "Strategy")])
-        self.enabled = QCheckBox("Enabled")
-        self.description = QPlainTextEdit()
-        self.description.setPlaceholderText(
-            "What the skill does, and when the model should load it."
-        )
-        self.description.setFixedHeight(64)
-        self.fields["name"] = Field(
-            "Name", self.name, "The id the model passes to the skill loader."
-        )
-        self.fields["kind"] = Field(
+        kind = Field(
             "Kind",
             self.kind,
             "Reply: one must be loaded before answering. Strategy: optional tool chains.",
         )
-        self.fields["description"] = Field("Description", self.description)
-        grid.addWidget(self.fields["name"], 0, 0)
-        grid.addWidget(self.fields["kind"], 0, 1)
-        grid.addWidget(self.enabled, 0, 2, Qt.AlignmentFlag.AlignTop)
-        grid.addWidget(self.fields["description"], 1, 0, 1, 3)
-        grid.setColumnStretch(0, 3)
-        grid.setColumnStretch(1, 2)
-        self.body.addWidget(form)
+        self.add_header("The id the model passes to the skill loader.", ("kind", kind), 64, (3, 2))
+        self.name.setPlaceholderText("lowercase-with-hyphens")
+        self.description.setPlaceholderText(
+            "What the skill does, and when the model should load it."
+        )
 
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)

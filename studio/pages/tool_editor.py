@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
     QLineEdit,
-    QPlainTextEdit,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -122,28 +121,9 @@ class ToolEditor(ComponentEditor):
 
     def __init__(self, session: EditSession, parent: QWidget | None = None) -> None:
         super().__init__(session, parent)
-        form = QWidget()
-        grid = QGridLayout(form)
-        grid.setContentsMargins(0, 0, 0, 0)
-        grid.setHorizontalSpacing(16)
-        grid.setVerticalSpacing(12)
-        self.name = QLineEdit()
         self.binding = QLineEdit()
-        self.enabled = QCheckBox("Enabled")
-        self.description = QPlainTextEdit()
-        self.description.setFixedHeight(58)
-        self.fields["name"] = Field("Name", self.name, "Letters, digits, _ and -, up to 64.")
-        self.fields["binding"] = Field(
-            "Binding", self.binding, "The implementation the runtime calls."
-        )
-        self.fields["description"] = Field("Description", self.description)
-        grid.addWidget(self.fields["name"], 0, 0)
-        grid.addWidget(self.fields["binding"], 0, 1)
-        grid.addWidget(self.enabled, 0, 2, Qt.AlignmentFlag.AlignTop)
-        grid.addWidget(self.fields["description"], 1, 0, 1, 3)
-        grid.setColumnStretch(0, 1)
-        grid.setColumnStretch(1, 1)
-        self.body.addWidget(form)
+        binding = Field("Binding", self.binding, "The implementation the runtime calls.")
+        self.add_header("Letters, digits, _ and -, up to 64.", ("binding", binding), 58)
 
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
