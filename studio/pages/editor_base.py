@@ -164,6 +164,35 @@ class ComponentEditor(QWidget):
             self._loading = was
         self._raw_stale = False
 
+    def header_state(self) -> dict[str, Any]:
+        """The `add_header` fields, for `capture`."""
+        return {
+            "name": self.name.text(),
+            "description": self.description.toPlainText(),
+            "enabled": self.enabled.isChecked(),
+        }
+
+    def restore_header(self, raw: dict[str, Any]) -> None:
+        self.name.setText(raw["name"])
+        self.description.setPlainText(raw["description"])
+        self.enabled.setChecked(raw["enabled"])
+
+    def raw_state(self) -> dict[str, Any]:
+        """The raw tab's text (only while it is what the user edits), mode and open tab."""
+        return {
+            "raw": self.raw.toPlainText() if self.merge_field == "raw" else "",
+            "mode": self.merge_field,
+            "tab": self.tabs.currentIndex(),
+        }
+
+    def restore_raw_state(self, raw: dict[str, Any]) -> None:
+        self._raw_stale = raw.get("mode") != "raw"
+        self.tabs.setCurrentIndex(raw.get("tab", 0))
+        if not self._raw_stale:
+            self.raw.setPlainText(raw["raw"])
+        self._sync_raw()
+        self.merge_field = raw.get("mode", "form")
+
     def clear_raw_problems(self) -> None:
         self.raw.mark_line(None)
         self.raw_banner.hide()

@@ -186,29 +186,18 @@ class SkillEditor(ComponentEditor):
 
     def capture(self) -> dict[str, Any]:
         return {
-            "name": self.name.text(),
-            "description": self.description.toPlainText(),
+            **self.header_state(),
             "kind": self.kind.value(),
-            "enabled": self.enabled.isChecked(),
             "body": self.markdown.toPlainText(),
-            "raw": self.raw.toPlainText() if self.merge_field == "raw" else "",
-            "mode": self.merge_field,
-            "tab": self.tabs.currentIndex(),
+            **self.raw_state(),
         }
 
     def restore(self, raw: dict[str, Any]) -> None:
-        self.name.setText(raw["name"])
-        self.description.setPlainText(raw["description"])
+        self.restore_header(raw)
         self.kind.set_value(raw["kind"])
-        self.enabled.setChecked(raw["enabled"])
         self.markdown.setPlainText(raw["body"])
         self._render_preview()
-        self._raw_stale = raw.get("mode") != "raw"
-        self.tabs.setCurrentIndex(raw.get("tab", 0))
-        if not self._raw_stale:
-            self.raw.setPlainText(raw["raw"])
-        self._sync_raw()
-        self.merge_field = raw.get("mode", "form")
+        self.restore_raw_state(raw)
 
     def apply_raw_now(self) -> None:
         """Parse the raw tab immediately (tests, and leaving the tab)."""

@@ -320,27 +320,16 @@ class ToolEditor(ComponentEditor):
 
     def capture(self) -> dict[str, Any]:
         return {
-            "name": self.name.text(),
+            **self.header_state(),
             "binding": self.binding.text(),
-            "enabled": self.enabled.isChecked(),
-            "description": self.description.toPlainText(),
             "rows": [c.row() for c in self.param_cards],
             "base": dict(self._base_schema),
-            "raw": self.raw.toPlainText() if self.merge_field == "raw" else "",
-            "mode": self.merge_field,
-            "tab": self.tabs.currentIndex(),
+            **self.raw_state(),
         }
 
     def restore(self, raw: dict[str, Any]) -> None:
-        self.name.setText(raw["name"])
+        self.restore_header(raw)
         self.binding.setText(raw["binding"])
-        self.enabled.setChecked(raw["enabled"])
-        self.description.setPlainText(raw["description"])
         self._base_schema = raw["base"]
         self._set_rows(raw["rows"])
-        self._raw_stale = raw.get("mode") != "raw"
-        self.tabs.setCurrentIndex(raw.get("tab", 0))
-        if not self._raw_stale:
-            self.raw.setPlainText(raw["raw"])
-        self._sync_raw()
-        self.merge_field = raw.get("mode", "form")
+        self.restore_raw_state(raw)
