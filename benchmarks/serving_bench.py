@@ -197,13 +197,21 @@ def main() -> None:
     parser.add_argument("--folder", help="model folder (default: the demo model)")
     parser.add_argument("--python", help="interpreter of the engine's environment")
     parser.add_argument("--trials", type=int, default=8)
+    parser.add_argument(
+        "--no-eager",
+        action="store_true",
+        help="serve with torch.compile (transformers --compile; vLLM without --enforce-eager)",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
     folder = args.folder or demo_folder()
     info = check_model_folder(folder)
     bandwidth = memory_bandwidth()
-    server = ManagedServer(EngineConfig(args.engine, python=args.python), folder)
+    config = EngineConfig(
+        args.engine, python=args.python, enforce_eager=False if args.no_eager else None
+    )
+    server = ManagedServer(config, folder)
     started = time.perf_counter()
     server.start()
     startup = time.perf_counter() - started
@@ -221,6 +229,7 @@ def main() -> None:
     roofline = best_bw / (info.weight_bytes or 1)
     result = {
         "engine": args.engine,
+        "compiled": args.no_eager,
         "model": DEMO_MODEL_NAME if not args.folder else folder,
         "weight_bytes": info.weight_bytes,
         "dtype": info.dtype,

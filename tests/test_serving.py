@@ -40,6 +40,9 @@ def test_transformers_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert spec.argv[spec.argv.index("--port") + 1] == "8123"
     assert spec.model_id == str(folder)
     assert spec.env["HF_HUB_OFFLINE"] == "1"  # a local folder never needs the hub
+    assert "--compile" not in spec.argv  # eager unless asked
+    compiled = build_launch(EngineConfig("transformers", enforce_eager=False), "m", port=1)
+    assert "--compile" in compiled.argv
 
 
 def test_vllm_command_line_cpu_defaults_tools_and_lora(

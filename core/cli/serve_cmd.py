@@ -128,7 +128,11 @@ def serve(
     dtype: Annotated[str | None, typer.Option("--dtype", help="float32 | bfloat16 | auto")] = None,
     eager: Annotated[
         bool | None,
-        typer.Option("--eager/--no-eager", help="vLLM: skip torch.compile (default on CPU)."),
+        typer.Option(
+            "--eager/--no-eager",
+            help="Skip torch.compile. vLLM compiles unless on CPU; transformers serve compiles "
+            "only with --no-eager (its --compile).",
+        ),
     ] = None,
     tool_parser: Annotated[
         str | None,

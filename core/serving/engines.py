@@ -9,6 +9,8 @@ Two engines, both OpenAI-compatible over HTTP (DESIGN.md §3, Serving):
   last chunk), GET /v1/models, GET /health. It loads full model folders only (AutoConfig from
   the folder): a PEFT adapter folder fails with "Unrecognized model", so adapters are refused
   here with a clear message; serve them with vLLM, or serve a merged model.
+  `enforce_eager=False` adds its `--compile` (on this project's 2-core CPU it did not speed
+  decoding: docs/benchmarks.md, Serving).
 * `vllm` — the GPU engine, in its own virtual environment (scripts/setup-vllm.sh; its
   torch/transformers pins conflict with TRL's). Started as `PYTHON -m
   vllm.entrypoints.openai.api_server --model FOLDER --served-model-name NAME ...` (the `vllm`
@@ -158,6 +160,7 @@ def build_launch(
             config.dtype or "auto",
             "--log-level",
             "info",
+            *(["--compile"] if config.enforce_eager is False else []),
             *config.extra_args,
         ]
         env.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
