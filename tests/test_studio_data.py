@@ -10,8 +10,6 @@ QEventLoop (tests/studio_helpers.py) so the worker threads run at full speed.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -238,17 +236,6 @@ def test_unreachable_teacher_gives_rejected_rows_with_the_reason(studio, hat_hom
 
 
 # ----------------------------------------------------------------------------- logic
-
-
-def test_data_logic_imports_no_qt() -> None:
-    code = (
-        "import sys, studio.logic.data_rows, studio.logic.data_tasks, studio.logic.data_turns, "
-        "studio.logic.data_generate; "
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'pyqtgraph', 'torch')]; "
-        "print(bad); sys.exit(1 if bad else 0)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stdout + out.stderr
 
 
 def _write_dataset(home: Path) -> Path:

@@ -1,0 +1,1 @@
+"""Running the harness-edit experiment: profiles, stages, the report."""

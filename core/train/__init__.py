@@ -1,0 +1,1 @@
+"""Training runs without the torch stack: stage configs, launching, the run store, events."""

@@ -1,0 +1,1 @@
+"""The studio's pages: one Qt view per area of the window."""

@@ -1,0 +1,1 @@
+"""Reusable Qt widgets of the studio: cards, charts, forms, tables, diff views."""
