@@ -891,6 +891,26 @@ def hex_tag(rng: random.Random, digits: int = 4) -> str:
     return "".join(rng.choice("0123456789abcdef") for _ in range(digits))
 
 
+def tagged_name(
+    rng: random.Random,
+    prefix: str,
+    sep: str,
+    used: UsedNames,
+    *,
+    digits: int = 4,
+    valid: Callable[[str], bool] | None = None,
+    tries: int = 16,
+) -> str | None:
+    """A fresh opaque name `<prefix><sep><hex tag>` (`zqk-7f3a`) not in `used` and `valid`,
+    recorded as used; None after `tries` draws that clash."""
+    for _ in range(tries):
+        new = f"{prefix}{sep}{hex_tag(rng, digits)}"
+        if new not in used and (valid is None or valid(new)):
+            used.add(new)
+            return new
+    return None
+
+
 # ----------------------------------------------------------------------------- phrases
 
 

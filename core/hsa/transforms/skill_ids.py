@@ -26,11 +26,11 @@ from core.harness.models import Harness
 from core.hsa.mapping import SurfaceMapping
 from core.hsa.text import (
     Renames,
-    hex_tag,
     pick_fresh,
     rename_or_skip,
     shuffled,
     skill_role,
+    tagged_name,
     used_names,
 )
 from core.hsa.transform import Bank, Dimension, Skip, transform
@@ -94,12 +94,9 @@ def skill_rename_opaque(
     used = used_names(harness)
     renames: dict[str, str] = {}
     for name in _subset(rng, [s.name for s in harness.skills]):
-        for _ in range(16):
-            new = f"{prefix}-{hex_tag(rng)}"
-            if new.casefold() not in used and _valid_skill_name(new):
-                used.add(new.casefold())
-                renames[name] = new
-                break
+        new = tagged_name(rng, prefix, "-", used, valid=_valid_skill_name)
+        if new is not None:
+            renames[name] = new
     if not renames:
         raise Skip("no fresh opaque id found")
     return _rename(harness, renames)

@@ -50,13 +50,13 @@ from core.hsa.text import (
     case_style,
     current_param,
     fill_placeholders,
-    hex_tag,
     name_words,
     pick_fresh,
     rename_or_skip,
     replace_phrases,
     shuffled,
     skill_role,
+    tagged_name,
     used_names,
 )
 from core.hsa.transform import Bank, Dimension, Skip, transform
@@ -137,12 +137,9 @@ def tool_rename_random(
     used = used_names(harness)
     renames: dict[str, str] = {}
     for name in _subset(rng, [t.name for t in harness.tools]):
-        for _ in range(16):
-            new = f"{prefix}_{hex_tag(rng)}"
-            if new.casefold() not in used and _valid_tool_name(new, harness):
-                used.add(new.casefold())
-                renames[name] = new
-                break
+        new = tagged_name(rng, prefix, "_", used, valid=lambda n: _valid_tool_name(n, harness))
+        if new is not None:
+            renames[name] = new
     return _rename_tools(harness, renames)
 
 
@@ -238,12 +235,9 @@ def tool_param_rename_random(
     used = used_names(harness)
     names: dict[str, str] = {}
     for name in _subset(rng, sorted(groups)):
-        for _ in range(16):
-            new = f"{prefix}_{hex_tag(rng, 3)}"
-            if new.casefold() not in used:
-                used.add(new.casefold())
-                names[name] = new
-                break
+        new = tagged_name(rng, prefix, "_", used, digits=3)
+        if new is not None:
+            names[name] = new
     return _rename_params(harness, names)
 
 
