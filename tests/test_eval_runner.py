@@ -441,6 +441,9 @@ def test_cli_run_list_show(hat_home: Path) -> None:
     assert bad.exit_code == 1 and "unknown suite 'nope'" in bad.output
     missing = runner.invoke(app, ["eval", "show", "eval-missing"])
     assert missing.exit_code == 1 and "unknown evaluation run" in missing.output
+    refused = runner.invoke(app, ["eval", "run", "--model", "nosuch", "--suite", "ls-qa"])
+    assert refused.exit_code == 1 and "unknown model 'nosuch'" in refused.output
+    assert "0/?" not in refused.output  # no progress bar for a run that never started
 
 
 # ----------------------------------------------------------------------------- real model

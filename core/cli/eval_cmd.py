@@ -77,7 +77,9 @@ def _oracle(store: Store, memorised: str | None = None) -> ClientFactory:
 
 
 class _Bar:
-    """A progress bar on stderr fed by the runner's progress callback."""
+    """A progress bar on stderr fed by the runner's progress callback. It appears with the
+    first progress report, so a run refused before it starts (unknown model, bad request)
+    prints only its error."""
 
     def __init__(self, label: str) -> None:
         from rich.progress import (
@@ -100,15 +102,19 @@ class _Bar:
             transient=False,
         )
         self.task = self.progress.add_task(label, total=None, last="")
+        self.shown = False
 
     def __enter__(self) -> _Bar:
-        self.progress.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.progress.__exit__(None, None, None)
+        if self.shown:
+            self.progress.__exit__(None, None, None)
 
     def __call__(self, done: int, total: int, last: EvalResult | None) -> None:
+        if not self.shown:
+            self.progress.__enter__()
+            self.shown = True
         text = ""
         if last is not None:
             mark = "pass" if last.passed else (last.status.value if last.reason else "fail")
