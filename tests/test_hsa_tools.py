@@ -24,7 +24,7 @@ from core.harness.models import Harness, SkillKind
 from core.hsa.augment import augment_variant
 from core.hsa.mapping import MappingChain
 from core.hsa.policy import Policy
-from core.hsa.text import Renames, apply_renames
+from core.hsa.text import Renames, apply_renames, tagged_name, used_names
 from core.hsa.transform import BankName, Dimension, Skip, load_bank, transforms
 from core.runtime.trajectory import AssistantTurn, ToolCall, Trajectory
 from core.sim.graders import grade
@@ -334,3 +334,21 @@ def test_oracle_and_graders_on_a_swapped_variant() -> None:
         return failures
 
     assert asyncio.run(run()) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32), prefix=st.sampled_from(["zqv", "kx", "Tool"]))
+def test_tagged_names_are_fresh_and_recorded(seed: int, prefix: str) -> None:
+    """The opaque names of the random renames: `<prefix>_<hex>`, never a name the harness
+    uses (in any case), recorded so the next draw cannot repeat it; None when every draw is
+    refused."""
+    harness = demo()
+    used = used_names(harness)
+    first = tagged_name(random.Random(seed), prefix, "_", used, digits=3)
+    assert first is not None and first.startswith(prefix + "_")
+    assert len(first) == len(prefix) + 4 and set(first[-3:]) <= set("0123456789abcdef")
+    assert first.upper() in used and first not in used_names(harness)
+    again = tagged_name(random.Random(seed), prefix, "_", used, digits=3)  # same draws
+    assert again != first and (again is None or again in used)
+    refused = tagged_name(random.Random(seed), prefix, "_", used, valid=lambda _: False)
+    assert refused is None
