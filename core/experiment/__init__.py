@@ -1,1 +1,2 @@
-"""Running the harness-edit experiment: profiles, stages, the report."""
+"""The replication of the HAT report's comparison (`hat experiment replicate`): profiles,
+the lite harness for CPU runs, the run and its report."""
