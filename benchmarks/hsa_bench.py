@@ -33,7 +33,11 @@
    the best of the repeats, the ratio is the median of the per-repeat ratios.
 
 `--per-transform` also times each registered transform alone on the demo harness (CPU µs a
-call, over `--pairs` seeds, its own rng as `sample_variant` draws it).
+call, over `--pairs` seeds, its own rng as `sample_variant` draws it). `--profile` runs
+`sample_variant` of the last policy under cProfile: the functions with the most self time,
+self time by module (the standard library, pydantic, each project module), and the cumulative
+share of the rename machinery (`core.hsa.text._apply_renames`) — whether the time is in a few
+places or spread thin.
 
 The process pins itself to one CPU (sched_setaffinity) and the tokenizer runs with
 RAYON_NUM_THREADS=1, so both sides use one core. `--per-dimension` repeats everything for each
@@ -246,6 +250,49 @@ def per_transform(harness: Harness, bank_name: str, n: int) -> dict[str, dict[st
     return out
 
 
+def profile_sampling(harness: Harness, policy: Policy, n: int, top: int = 12) -> dict[str, Any]:
+    """Where `sample_variant` spends its time (cProfile over `n` seeds, after a warm-up)."""
+    import cProfile
+    import pstats
+
+    for seed in range(100):
+        sample_variant(harness, policy, seed)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for seed in range(n):
+        sample_variant(harness, policy, seed)
+    profiler.disable()
+    stats: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    root = str(Path(__file__).resolve().parents[1]) + os.sep
+    total = sum(row[2] for row in stats.values())
+    functions: list[tuple[float, int, str]] = []
+    modules: dict[str, float] = {}
+    renames = 0.0
+    for (file, line, name), (_, calls, self_time, cumulative, _) in stats.items():
+        if "site-packages" in file:
+            module = file.split("site-packages" + os.sep)[1].split(os.sep)[0]
+        elif file.startswith(root):
+            module = file[len(root) :]
+        else:
+            module = "python (stdlib and builtins)"
+        modules[module] = modules.get(module, 0.0) + self_time
+        functions.append((self_time, calls, f"{module}:{line} {name}"))
+        if module == "core/hsa/text.py" and name == "_apply_renames":
+            renames = cumulative
+    functions.sort(reverse=True)
+    return {
+        "seeds": n,
+        "top_self_time": [
+            {"function": f, "share": t / total, "calls_per_variant": c / n}
+            for t, c, f in functions[:top]
+        ],
+        "self_time_by_module": {
+            m: t / total for m, t in sorted(modules.items(), key=lambda kv: -kv[1])[:top]
+        },
+        "renames_cumulative_share": renames / total,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=1000)
@@ -259,6 +306,7 @@ def main() -> None:
         help="measure each dimension alone, then all of them",
     )
     ap.add_argument("--per-transform", action="store_true", help="also time each transform alone")
+    ap.add_argument("--profile", action="store_true", help="also profile sample_variant")
     ap.add_argument("--per-gold", type=int, default=8, help="variants per trajectory (many)")
     ap.add_argument("--batch", type=int, default=64, help="texts per tokenizer call")
     ap.add_argument("--repeats", type=int, default=3)
@@ -297,6 +345,17 @@ def main() -> None:
     ranked = sorted(transform_costs.items(), key=lambda kv: -kv[1]["us_per_call"])
     for name, cost in ranked:
         print(f"{name:>32}: {cost['us_per_call']:,.0f} µs a call, {cost['skipped']:.0f} skipped")
+    profile = profile_sampling(harness, policy, args.pairs) if args.profile else {}
+    if profile:
+        print(f"--- sample_variant under cProfile ({policy.label}, {args.pairs} seeds)")
+        for row in profile["top_self_time"]:
+            print(
+                f"{row['share']:6.1%} self  {row['calls_per_variant']:7.1f} calls a variant  "
+                f"{row['function']}"
+            )
+        for module, share in profile["self_time_by_module"].items():
+            print(f"{share:6.1%} self  {module}")
+        print(f"{profile['renames_cumulative_share']:6.1%} cumulative in _apply_renames")
     meta = {
         "transforms": len(transforms()),
         "cpu": pinned,
@@ -309,6 +368,7 @@ def main() -> None:
         print(f"{key:>24}: {value}")
     if args.out:
         out = {**meta, "results": results, "transforms_alone": transform_costs}
+        out["profile"] = profile
         args.out.write_text(json.dumps(out, indent=2) + "\n")
 
 
