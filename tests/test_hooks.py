@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.harness.hook_params import DEFAULT_NUMBER_PATTERN
-from core.harness.models import Hook, HookEvent
+from core.harness.models import Hook, HookEvent, matcher_matches
 from core.runtime import Decision, HookInput, HookResult, run_hook, run_python_hook
 from core.runtime.hooks import (
     hooks_for,
@@ -159,6 +160,23 @@ def test_hooks_for_matches_event_and_tool() -> None:
     assert names == ["coupon_cap", "banned_viewers"]
     assert hooks_for(HARNESS, HookEvent.BEFORE_TOOL, "get_product") == []
     assert [h.name for h in hooks_for(HARNESS, HookEvent.ON_INPUT)] == ["injection_guard"]
+
+
+_NAME = st.text(alphabet="abcxyz_-019", min_size=1, max_size=6)
+_PATTERN = st.one_of(
+    st.lists(_NAME, min_size=1, max_size=4).map("|".join),  # a list of names: a set lookup
+    st.sampled_from(["*", "ab.*", "a|b|(c)", "[a-c]+_?", "x{2}|y", "(a|b)-1"]),  # regexes
+)
+
+
+@given(_PATTERN, _NAME)
+def test_matcher_matches_as_a_full_regex_match(pattern: str, name: str) -> None:
+    """The set lookup for matchers that list names decides as `re.fullmatch` does."""
+    expected = pattern == "*" or re.fullmatch(pattern, name) is not None
+    hook = Hook(name="h", event=HookEvent.BEFORE_TOOL, kind="validate_tool_args", matcher=pattern)
+    assert hook.matches(name) is expected
+    if pattern != "*":
+        assert matcher_matches(pattern, name) is expected
 
 
 def test_render_reminder() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from string import Template
 
 from core.harness.errors import Problem
@@ -92,7 +91,7 @@ def cross_check(harness: Harness) -> list[Problem]:
         if (
             tool_event
             and hook.matcher != "*"
-            and not any(re.fullmatch(hook.matcher, n) for n in tool_names)
+            and not any(hook.matches(n) for n in tool_names)
         ):
             problems.append(
                 Problem(

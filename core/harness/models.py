@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -182,6 +183,28 @@ HOOK_EVENTS_BY_KIND: dict[HookKind, frozenset[HookEvent]] = {
 }
 
 
+LITERAL_ALTERNATION = re.compile(r"[A-Za-z0-9_-]+(?:\|[A-Za-z0-9_-]+)*")
+"""A matcher that lists tool names (`check_stock|list_coupons`): it matches exactly those."""
+
+
+@lru_cache(maxsize=4096)
+def _compiled_matcher(pattern: str) -> frozenset[str] | re.Pattern[str]:
+    if LITERAL_ALTERNATION.fullmatch(pattern):
+        return frozenset(pattern.split("|"))
+    return re.compile(pattern)
+
+
+def matcher_matches(pattern: str, tool_name: str) -> bool:
+    """Whether a hook matcher (a regex over tool names, fully matched) matches `tool_name`.
+    A matcher that lists names is a set lookup: HSA renames tools at random, so nearly
+    every variant's matcher is a new string, and compiling each as a regex would cost far
+    more than the check (the `re` module's own cache holds only 512 patterns)."""
+    found = _compiled_matcher(pattern)
+    if isinstance(found, frozenset):
+        return tool_name in found
+    return found.fullmatch(tool_name) is not None
+
+
 class Hook(_Model):
     name: str
     event: HookEvent
@@ -240,7 +263,7 @@ class Hook(_Model):
     def matches(self, tool_name: str | None) -> bool:
         if self.matcher == "*" or tool_name is None:
             return True
-        return re.fullmatch(self.matcher, tool_name) is not None
+        return matcher_matches(self.matcher, tool_name)
 
 
 class PromptStyle(StrEnum):

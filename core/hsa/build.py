@@ -25,7 +25,6 @@ schema shares — and the tool then gets its real schema back.
 from __future__ import annotations
 
 import json
-import re
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from typing import Any, TypeVar
 
 from core.harness.errors import FieldValueError
 from core.harness.models import (
+    LITERAL_ALTERNATION,
     Harness,
     Hook,
     HookKind,
@@ -183,7 +183,6 @@ class Edit:
     added: tuple[str, ...] = ()
 
 
-_LITERAL_ALTERNATION = re.compile(r"[A-Za-z0-9_-]+(?:\|[A-Za-z0-9_-]+)*")
 _FIELDS = {model: frozenset(model.model_fields) for model in (Skill, Tool, Hook)}
 _STRINGS = {
     Skill: ("description", "body"),
@@ -213,7 +212,7 @@ def edited(edit: Edit) -> Skill | Tool | Hook:
             raise FieldValueError(key, "must be a string")
     for key in _VALIDATED[model]:
         if key in changes and changes[key] != getattr(source, key):
-            if key == "matcher" and _LITERAL_ALTERNATION.fullmatch(changes[key]):
+            if key == "matcher" and LITERAL_ALTERNATION.fullmatch(changes[key]):
                 continue  # a list of names is a valid regex; no need to compile it
             try:
                 getattr(model, f"_check_{key}")(changes[key])

@@ -45,6 +45,7 @@ from core.harness.models import (
     Settings,
     Skill,
     Tool,
+    matcher_matches,
 )
 from core.hsa.build import Edit, assemble, harness_memo, memo
 
@@ -826,24 +827,14 @@ def _is_param(harness: Harness, name: str) -> bool:
     return any(name in t.parameters.get("properties", {}) for t in harness.tools)
 
 
-LITERAL_ALTERNATION = re.compile(r"[A-Za-z0-9_-]+(?:\|[A-Za-z0-9_-]+)*")
-"""A matcher that lists tool names (`check_stock|list_coupons`): it matches exactly those."""
-
-
-def _matches(pattern: str, name: str) -> bool:
-    if LITERAL_ALTERNATION.fullmatch(pattern):
-        return name in pattern.split("|")
-    return re.fullmatch(pattern, name) is not None
-
-
 @lru_cache(maxsize=4096)
 def _check_matcher(old: str, new: str, tools: tuple[tuple[str, str], ...]) -> None:
     """RenameError unless the renamed matcher `new` matches the renamed tools exactly where
     `old` matched the old names (`tools`: (old name, new name)). A list of names is checked
     without compiling a regex."""
     for tool, renamed in tools:
-        before = _matches(old, tool)
-        after = _matches(new, renamed)
+        before = matcher_matches(old, tool)
+        after = matcher_matches(new, renamed)
         if before != after:
             raise RenameError(f"hook matcher {old!r} would change meaning for tool {tool!r}")
 
