@@ -88,11 +88,7 @@ def cross_check(harness: Harness) -> list[Problem]:
     tool_names = [t.name for t in harness.tools]
     for hook in harness.hooks:
         tool_event = hook.event in (HookEvent.BEFORE_TOOL, HookEvent.AFTER_TOOL)
-        if (
-            tool_event
-            and hook.matcher != "*"
-            and not any(hook.matches(n) for n in tool_names)
-        ):
+        if tool_event and hook.matcher != "*" and not any(hook.matches(n) for n in tool_names):
             problems.append(
                 Problem(
                     hook_file(hook.name),

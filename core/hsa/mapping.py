@@ -295,6 +295,16 @@ class MappingChain(BaseModel):
         """Undo `forward_call`. `filled` (from `forward_filled`) makes it exact; without it a
         value equal to a changed default is taken as filled in (see
         `SurfaceMapping.inverse_args`)."""
+        name, args = self.inverse_parts(call, filled)
+        if name == call.name and args is call.arguments:
+            return call.model_copy()
+        return call.model_copy(update={"name": name, "arguments": args})
+
+    def inverse_parts(
+        self, call: ToolCall, filled: Iterable[tuple[int, str]] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """(name, arguments) of `inverse_call`, without building the call (verification
+        compares them with the original's)."""
         by_step: dict[int, list[str]] | None = None
         if filled is not None:
             by_step = {}
@@ -304,9 +314,7 @@ class MappingChain(BaseModel):
         for i, step, _, output in reversed(self._active):
             params = None if by_step is None else by_step.get(i, [])
             name, args = step.inverse_args(name, args, output, params)
-        if name == call.name and args is call.arguments:
-            return call.model_copy()
-        return call.model_copy(update={"name": name, "arguments": args})
+        return name, args
 
     def _final_loader(self) -> str:
         if not self.steps:

@@ -476,8 +476,24 @@ def inverse_problem(
         for turn_index, call_index, step, param in fills:
             by_call.setdefault((turn_index, call_index), []).append((step, param))
     identity = chain.is_identity
+
+    def same_back(t: int, c: int, call: ToolCall, old: ToolCall) -> bool:
+        if identity:
+            return _equal_call(call, old)
+        fills = None if by_call is None else by_call.get((t, c), [])
+        name, arguments = chain.inverse_parts(call, fills)
+        return name == old.name and call.id == old.id and arguments == old.arguments
+
     for t, (turn, old) in enumerate(zip(remapped.turns, original.turns, strict=True)):
-        calls = turn.tool_calls
+        calls, olds = turn.tool_calls, old.tool_calls
+        if (
+            turn.content == old.content
+            and turn.parse_errors == old.parse_errors
+            and len(calls) == len(olds)
+            and all(same_back(t, c, x, olds[c]) for c, x in enumerate(calls))
+        ):
+            continue
+        # not equal field by field: build the inverse turn (equal as JSON, or the message)
         if not identity and calls:
             calls = [
                 chain.inverse_call(call, None if by_call is None else by_call.get((t, c), []))
