@@ -21,6 +21,7 @@ Bank section `skills` (resources/hsa/<bank>/skills.yaml):
 from __future__ import annotations
 
 import random
+from functools import lru_cache
 
 from core.harness.models import Harness
 from core.hsa.mapping import SurfaceMapping
@@ -45,7 +46,9 @@ def _subset(rng: random.Random, items: list[str]) -> list[str]:
     return [i for i in items if i in chosen]
 
 
+@lru_cache(maxsize=8192)
 def _valid_skill_name(name: str) -> bool:
+    """Cached: every call checks a whole bank list of candidates."""
     from core.harness.models import SKILL_NAME_RE
 
     return bool(SKILL_NAME_RE.match(name)) and "--" not in name and len(name) <= MAX_NAME

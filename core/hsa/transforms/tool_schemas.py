@@ -85,7 +85,13 @@ def _styled(name: str, style: str) -> str:
 
 
 def _valid_tool_name(name: str, harness: Harness) -> bool:
-    return bool(TOOL_NAME_RE.match(name)) and name != harness.settings.load_skill_tool
+    return _tool_name_syntax(name) and name != harness.settings.load_skill_tool
+
+
+@lru_cache(maxsize=8192)
+def _tool_name_syntax(name: str) -> bool:
+    """Cached: every call checks a whole bank list of candidates."""
+    return bool(TOOL_NAME_RE.match(name))
 
 
 # ----------------------------------------------------------------------------- tool names
