@@ -35,9 +35,10 @@
 `--per-transform` also times each registered transform alone on the demo harness (CPU µs a
 call, over `--pairs` seeds, its own rng as `sample_variant` draws it). `--profile` runs
 `sample_variant` of the last policy under cProfile: the functions with the most self time,
-self time by module (the standard library, pydantic, each project module), and the cumulative
+self time by module (the standard library, pydantic, each project module), the cumulative
 share of the rename machinery (`core.hsa.text._apply_renames`) — whether the time is in a few
-places or spread thin.
+places or spread thin — and each transform's cumulative share inside the policy's variants
+(which transforms a faster design should start with).
 
 The process pins itself to one CPU (sched_setaffinity) and the tokenizer runs with
 RAYON_NUM_THREADS=1, so both sides use one core. `--per-dimension` repeats everything for each
@@ -268,6 +269,11 @@ def profile_sampling(harness: Harness, policy: Policy, n: int, top: int = 12) ->
     functions: list[tuple[float, int, str]] = []
     modules: dict[str, float] = {}
     renames = 0.0
+    codes = {
+        (t.fn.__code__.co_filename, t.fn.__code__.co_firstlineno, t.fn.__code__.co_name): t
+        for t in transforms()
+    }
+    by_transform: dict[str, float] = {}
     for (file, line, name), (_, calls, self_time, cumulative, _) in stats.items():
         if "site-packages" in file:
             module = file.split("site-packages" + os.sep)[1].split(os.sep)[0]
@@ -279,6 +285,8 @@ def profile_sampling(harness: Harness, policy: Policy, n: int, top: int = 12) ->
         functions.append((self_time, calls, f"{module}:{line} {name}"))
         if module == "core/hsa/text.py" and name == "_apply_renames":
             renames = cumulative
+        if (file, line, name) in codes:
+            by_transform[codes[file, line, name].name] = cumulative
     functions.sort(reverse=True)
     return {
         "seeds": n,
@@ -290,6 +298,9 @@ def profile_sampling(harness: Harness, policy: Policy, n: int, top: int = 12) ->
             m: t / total for m, t in sorted(modules.items(), key=lambda kv: -kv[1])[:top]
         },
         "renames_cumulative_share": renames / total,
+        "transforms_cumulative_share": {
+            name: t / total for name, t in sorted(by_transform.items(), key=lambda kv: -kv[1])
+        },
     }
 
 
@@ -356,6 +367,8 @@ def main() -> None:
         for module, share in profile["self_time_by_module"].items():
             print(f"{share:6.1%} self  {module}")
         print(f"{profile['renames_cumulative_share']:6.1%} cumulative in _apply_renames")
+        for name, share in profile["transforms_cumulative_share"].items():
+            print(f"{share:6.1%} cumulative  transform {name}")
     meta = {
         "transforms": len(transforms()),
         "cpu": pinned,
