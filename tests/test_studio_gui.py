@@ -224,6 +224,13 @@ def test_tool_form_validates_as_you_type_and_saves(studio, hat_home: Path) -> No
     assert link.error.isVisible() and "not an integer" in link.error.text()
     assert link.default.property("invalid")
     assert "1 field to fix" in page.dirty.text()
+    size = ed.param_cards[1]  # a second broken field of the same tool counts too
+    size.enum.setText("S, M, L")
+    size.type.setCurrentText("integer")
+    ed.flush()
+    assert "2 fields to fix" in page.dirty.text()
+    size.enum.setText("")
+    size.type.setCurrentText("string")
     link.default.setText("")
     link.changed.emit()
     ed.flush()
