@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core.harness import HarnessError, import_folder
 from core.harness.demo import load_demo_harness
 from studio.logic import components as comp
 from studio.logic.document import HarnessDocument
 from studio.logic.hooktest import HookSample, default_sample, run_sample
-from studio.logic.textdiff import side_by_side, stats
+from studio.logic.textdiff import side_by_side, stats, wrap_pieces, wrap_rows
 from studio.logic.variants import VariantRequest, compute_variant, export_variant, task_choices
 
 
@@ -150,7 +153,57 @@ def test_side_by_side_marks_changed_words() -> None:
     assert replace.right[start:end] == "slow"
     s = stats(rows)
     assert (s.added, s.removed, s.changed) == (1, 0, 1)
+    (renamed,) = side_by_side('"product-qa",', '"listing-lookup",')
+    ((start, end),) = renamed.left_spans  # a hyphenated name is one word, marked whole
+    assert renamed.left[start:end] == "product-qa"
     assert [r.tag for r in side_by_side(None, "x")] == ["insert"]
+
+
+def test_wrapped_diff_marks_only_the_inserted_words() -> None:
+    """An insertion early in a long line pushes words onto the next visual lines; those words
+    are unchanged and must not be highlighted (the diff is made on whole lines)."""
+    old = "4. Offer it once: amount, minimum spend and expiry exactly as the tool states them."
+    new = old.replace("Offer it once", "Offer it once, warmly")
+    rows = wrap_rows(side_by_side(old, new), 30)
+    marked_left = [r.left[a:b] for r in rows if r.left for a, b in r.left_spans]
+    marked_right = [r.right[a:b] for r in rows if r.right for a, b in r.right_spans]
+    assert marked_left == [] and "".join(marked_right) == ", warmly"
+    assert all(len(r.right or "") <= 30 for r in rows)
+    assert " ".join(r.left for r in rows if r.left) == old
+    assert [r.left_no for r in rows] == [1, None, None, None]  # numbered once, on its first row
+
+
+_LINE = st.text(alphabet=" ab-.", max_size=60)
+
+
+@given(_LINE, st.integers(min_value=4, max_value=30))
+def test_wrap_pieces_keep_every_word_within_the_width(line: str, width: int) -> None:
+    pieces = wrap_pieces(line, width)
+    indent = len(line) - len(line.lstrip(" "))
+    shown = indent if indent < width // 2 else 0
+    for k, (start, end) in enumerate(pieces):
+        assert end - start + (shown if k else 0) <= width
+    kept = "".join(line[a:b] for a, b in pieces)
+    assert kept.replace(" ", "") == line.replace(" ", "")  # only spaces at breaks are dropped
+    assert all(b <= c for (_, b), (c, _) in itertools.pairwise(pieces))
+
+
+@given(st.lists(_LINE, max_size=6), st.lists(_LINE, max_size=6), st.integers(4, 30))
+def test_wrap_rows_keep_both_sides_aligned_and_spans_on_their_words(
+    old: list[str], new: list[str], width: int
+) -> None:
+    lines = side_by_side("\n".join(old), "\n".join(new))
+    rows = wrap_rows(lines, width)
+    assert sum(r.left_no is not None for r in rows) == sum(r.left is not None for r in lines)
+    assert sum(r.right_no is not None for r in rows) == sum(r.right is not None for r in lines)
+    # every highlighted character is still highlighted after wrapping, and nothing else
+    marked = "".join((r.left or "")[a:b] for r in rows for a, b in r.left_spans) + "".join(
+        (r.right or "")[a:b] for r in rows for a, b in r.right_spans
+    )
+    original = "".join((r.left or "")[a:b] for r in lines for a, b in r.left_spans) + "".join(
+        (r.right or "")[a:b] for r in lines for a, b in r.right_spans
+    )
+    assert marked.replace(" ", "") == original.replace(" ", "")
 
 
 def test_variant_preview_is_seeded_and_exports(tmp_path) -> None:

@@ -3,7 +3,6 @@ highlighted, scrolling kept in step. The alignment comes from `studio.logic.text
 
 from __future__ import annotations
 
-import textwrap
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer
@@ -11,7 +10,7 @@ from PySide6.QtGui import QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QTextEdit, QVBoxLayout, QWidget
 
 from studio import theme
-from studio.logic.textdiff import Row, side_by_side, stats
+from studio.logic.textdiff import Row, side_by_side, stats, wrap_rows
 from studio.widgets.common import CodeEdit, label
 
 
@@ -96,20 +95,19 @@ class SideBySideDiff(QWidget):
 
     def set_texts(self, old: str | None, new: str | None, wrap: bool = False) -> None:
         """Show the diff of `old` and `new` (None: the file is absent on that side). `wrap`
-        re-flows long lines to the pane width before diffing, so both sides stay aligned."""
+        re-flows long lines to the pane width after diffing (both sides stay aligned; the
+        counts and word highlights are those of the whole lines)."""
         self._old, self._new, self._wrap = old, new, wrap
         self._width = self._columns() if wrap else 0
-        if wrap:
-            old = None if old is None else wrap_text(old, self._width)
-            new = None if new is None else wrap_text(new, self._width)
-        self.rows = side_by_side(old, new)
+        lines = side_by_side(old, new)
+        self.rows = wrap_rows(lines, self._width) if wrap else lines
         self.left.edit.setPlainText(
             "\n".join(r.left if r.left is not None else "" for r in self.rows)
         )
         self.right.edit.setPlainText(
             "\n".join(r.right if r.right is not None else "" for r in self.rows)
         )
-        s = stats(self.rows)
+        s = stats(lines)
         if old is None:
             self.left.meta.setText("absent")
         else:
@@ -179,28 +177,6 @@ def _count(n: int, what: str, changed: int) -> str:
     if changed:
         parts.append(f"{changed} changed")
     return " · ".join(parts) or "unchanged"
-
-
-def wrap_text(text: str, width: int) -> str:
-    """Long lines re-flowed at word boundaries, keeping each line's indentation."""
-    out: list[str] = []
-    for line in text.splitlines():
-        if len(line) <= width:
-            out.append(line)
-            continue
-        indent = line[: len(line) - len(line.lstrip())]
-        out.extend(
-            textwrap.wrap(
-                line,
-                width,
-                subsequent_indent=indent,
-                break_on_hyphens=False,
-                drop_whitespace=True,
-                replace_whitespace=False,
-            )
-            or [line]
-        )
-    return "\n".join(out)
 
 
 def empty_note(text: str) -> QLabel:
