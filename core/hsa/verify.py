@@ -480,8 +480,8 @@ def inverse_problem(
     def same_back(t: int, c: int, call: ToolCall, old: ToolCall) -> bool:
         if identity:
             return _equal_call(call, old)
-        fills = None if by_call is None else by_call.get((t, c), [])
-        name, arguments = chain.inverse_parts(call, fills)
+        filled = None if by_call is None else by_call.get((t, c), [])
+        name, arguments = chain.inverse_parts(call, filled)
         return name == old.name and call.id == old.id and arguments == old.arguments
 
     for t, (turn, old) in enumerate(zip(remapped.turns, original.turns, strict=True)):
