@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QSettings, Signal
 
 from studio.jobs import Jobs
+from studio.logic.servers import ServerStatus
 from studio.session import EditSession
 from studio.workspace import OpenedStore, open_store
 
@@ -31,6 +32,8 @@ class StudioContext(QObject):
     """(kind, text): a toast (kind info/success) or an error banner (kind error)."""
     closing = Signal()
     """The workspace is about to close its store: stop timers and worker threads that use it."""
+    serversChanged = Signal()
+    """A model server card changed state (`servers` holds each card's status)."""
 
     def __init__(
         self,
@@ -53,6 +56,13 @@ class StudioContext(QObject):
         self.harness_name = ""
         self.session = EditSession(self)
         self.created_demo = False
+        self.servers: dict[str, ServerStatus] = {}
+
+    def set_server(self, slot: str, status: ServerStatus) -> None:
+        """What server card `slot` now has (the status bar follows)."""
+        if self.servers.get(slot) != status:
+            self.servers[slot] = status
+            self.serversChanged.emit()
 
     def open(self) -> None:
         self.jobs.run(

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 from studio import dialogs, theme, workspace
 from studio.context import StudioContext
 from studio.jobs import jobs
+from studio.logic.servers import server_status_line
 from studio.widgets.common import PageHeader, Toast, label
 
 NAV = (
@@ -288,12 +289,16 @@ class MainWindow(QMainWindow):
         self.ctx.session.dirtyChanged.connect(lambda _d: self._refresh_status())
         self.ctx.versionsChanged.connect(self._refresh_status)
         self.ctx.harnessChanged.connect(lambda _n: self._refresh_status())
+        self.ctx.serversChanged.connect(self._refresh_status)
 
     def _refresh_status(self) -> None:
         faint, ok = theme.color("text-faint"), theme.color("success")
         self.status_workspace.setText(f"Workspace  {workspace.describe_home(self.home)}")
-        self.status_server.setText(f"<span style='color:{faint}'>●</span>&nbsp; No model server")
-        self.status_server.setToolTip("Start a model server from the Chat page")
+        server = server_status_line(self.ctx.servers)
+        tone = {"ok": ok, "busy": theme.color("warning"), "error": theme.color("danger")}
+        dot = tone.get(server.tone, faint)
+        self.status_server.setText(f"<span style='color:{dot}'>●</span>&nbsp; {server.text}")
+        self.status_server.setToolTip(server.tooltip)
         n = jobs().running
         dot = ok if n else faint
         names = ", ".join(jobs().labels())

@@ -441,9 +441,12 @@ def test_live_room_replay_and_ab_over_two_servers(qapp: Any, hat_home: Path) -> 
         assert page.servers["B"].isVisible() and page.columns["B"].isVisible()
         assert not page.ask("hi")  # no servers yet: a clear message instead
         assert "Start model server A" in page.banner.text.text()
+        assert "No model server" in win.status_server.text()
         page.attach(servers[0].url)
         page.servers["B"].attach(servers[1].url)
         wait_until(lambda: all(p.state == "running" for p in page.servers.values()))
+        assert "2 model servers" in win.status_server.text()  # the status bar follows
+        assert servers[1].url in win.status_server.toolTip()
         assert page.ask("hi from Chicago")
         wait_until(lambda: not page.busy)
         for key, model in (("A", "model-a"), ("B", "model-b")):

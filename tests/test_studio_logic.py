@@ -16,6 +16,7 @@ from core.harness.demo import load_demo_harness
 from studio.logic import components as comp
 from studio.logic.document import HarnessDocument
 from studio.logic.hooktest import HookSample, default_sample, run_sample
+from studio.logic.servers import ServerStatus, server_status_line
 from studio.logic.textdiff import side_by_side, stats, wrap_pieces, wrap_rows
 from studio.logic.variants import VariantRequest, compute_variant, export_variant, task_choices
 
@@ -204,6 +205,24 @@ def test_wrap_rows_keep_both_sides_aligned_and_spans_on_their_words(
         (r.right or "")[a:b] for r in lines for a, b in r.right_spans
     )
     assert marked.replace(" ", "") == original.replace(" ", "")
+
+
+def test_server_status_line_says_what_is_served_and_what_needs_the_user() -> None:
+    assert server_status_line({}).text == "No model server"
+    off = {"A": ServerStatus("stopped"), "B": ServerStatus("failed")}
+    assert server_status_line(off).tone == "off"  # a start that failed says so on its card
+    one = {"A": ServerStatus("running", "smollm2", "http://127.0.0.1:9/v1", managed=True)}
+    line = server_status_line({**off, **one})
+    assert (line.text, line.tone) == ("smollm2", "ok")
+    assert "smollm2 at http://127.0.0.1:9/v1 (started here)" in line.tooltip
+    both = {**one, "B": ServerStatus("starting")}
+    assert server_status_line(both).text == "smollm2 · 1 starting"
+    assert server_status_line({"B": ServerStatus("starting")}).tone == "busy"
+    two = {**one, "B": ServerStatus("running", "other", "http://x/v1")}
+    assert server_status_line(two).text == "2 model servers"
+    assert "other at http://x/v1 (attached)" in server_status_line(two).tooltip
+    died = server_status_line({**one, "B": ServerStatus("died")})
+    assert died.tone == "error" and died.text == "Model server stopped unexpectedly"
 
 
 def test_variant_preview_is_seeded_and_exports(tmp_path) -> None:

@@ -35,6 +35,7 @@ from core.serving.chat_server import (
     problem_from_exception,
 )
 from studio.context import StudioContext
+from studio.logic.servers import ServerStatus
 from studio.widgets.common import Banner, Segmented, button, label, repolish
 
 POLL_MS = 1500
@@ -397,6 +398,13 @@ class ServerPanel(QFrame):
             self._poll.stop()
         self.endpoint_line.setVisible(state == "running")
         self._update_buttons()
+        endpoint = self.endpoint
+        self.ctx.set_server(
+            self.slot,
+            ServerStatus(state)
+            if endpoint is None
+            else ServerStatus(state, endpoint.label, endpoint.base_url, endpoint.managed),
+        )
         self.stateChanged.emit(state)
 
     def _show_elapsed(self) -> None:
