@@ -466,6 +466,9 @@ def test_launch_watch_stop_resume_and_reattach_after_a_kill(
         assert [e["step"] for e in logs] == [1, 2, 3, 4, 5, 6]  # no gap, no repeat
         assert run.outputs["registered"] == ["studio-sft"]
         assert "Registered as studio-sft" in runs.monitor.banner.text.text()
+        # training time and, for a finished run, start to end (the list's Duration)
+        wait_until(lambda: runs.monitor.time_label.text().endswith(" in all"))
+        assert "training · " in runs.monitor.time_label.text()
         if SCREENSHOTS:  # a second, live row for the list: Restart, then Cancel it
             runs.monitor.restart_button.click()
             wait_until(lambda: runs.monitor.run_id != run_id, timeout=120)

@@ -152,6 +152,10 @@ class RunMonitor(QWidget):
         progress.addWidget(self.bar, 1)
         self.step_label = label("", "FieldLabel")
         self.time_label = label("", "Muted")
+        self.time_label.setToolTip(
+            "Time in the training loop. 'In all' is the run from start to end: loading the "
+            "model, preparing the data and saving count too."
+        )
         self.speed_label = label("", "Muted")
         for w in (self.step_label, self.time_label, self.speed_label):
             progress.addWidget(w)
@@ -422,9 +426,13 @@ class RunMonitor(QWidget):
         if elapsed is None:
             self.time_label.setText("")
             return
-        text = f"{_clock(elapsed)} elapsed"
+        text = f"{_clock(elapsed)} training"
         if remaining is not None and not entry.run.finished:
             text = f"{_clock(elapsed)} < {_clock(remaining)} remaining"
+        elif entry.run.finished:
+            from core.train.monitor import duration_s  # the runs list's Duration
+
+            text += f" · {_clock(duration_s(entry.run))} in all"
         self.time_label.setText(text)
 
     def _render_charts(self, entry: Followed) -> None:
