@@ -295,3 +295,37 @@ def test_resume_is_offered_for_ended_runs_and_for_running_ones_whose_process_is_
     assert not view(RunStatus.DONE).resumable
     assert view(RunStatus.RUNNING).resumable  # stored as running, its process died
     assert not view(RunStatus.RUNNING, active=True).resumable
+
+
+def test_variant_plot_labels_fit_under_their_clusters(qapp) -> None:  # type: ignore[no-untyped-def]
+    """Model names are shortened to the room the plot has now, and get it back when it
+    widens (long names used to run into each other in a narrow panel)."""
+    from types import SimpleNamespace
+
+    from PySide6.QtGui import QFont, QFontMetrics
+
+    from studio import theme
+    from studio.pages.evaluate_plots import VariantPlot
+
+    def model(label: str) -> SimpleNamespace:
+        dist = SimpleNamespace(scores=[1.0, 0.5], mean=0.75, p5=0.5, worst=0.5)
+        return SimpleNamespace(label=label, distribution=dist)
+
+    plot = VariantPlot()
+    names = ["oracle", "smollm2-135m-instruct", "a-much-longer-adapter-name-v2"]
+    plot.set_models([model(n) for n in names])
+    char = QFontMetrics(QFont(theme.ui_font(11))).averageCharWidth()
+
+    def shown() -> list[str]:
+        return [text for _, text in plot.getPlotItem().getAxis("bottom")._tickLevels[0]]
+
+    try:
+        for width in (300, 900):
+            plot.resize(width, 240)
+            plot.show()
+            idle()
+            room = plot.getPlotItem().vb.width() / len(names)
+            assert all(len(text) * char <= room for text in shown()), (width, shown())
+        assert shown() == names  # wide enough again: the whole names
+    finally:
+        plot.close()

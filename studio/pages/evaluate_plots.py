@@ -14,7 +14,7 @@ from typing import Any
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QFontMetrics
 
 from studio import theme
 
@@ -114,13 +114,28 @@ class VariantPlot(pg.PlotWidget):
             slot["dots"].setData([], [])
             for key in ("mean", "p5", "worst"):
                 slot[key].setData([], [])
-        limit = max(8, 40 // max(1, len(self.data)))
-        ticks = [(i, short(m.label, limit)) for i, m in enumerate(self.data)]
-        self.getPlotItem().getAxis("bottom").setTicks([ticks])
+        self._set_ticks()
         n = max(1, len(self.data))
         self.setXRange(-0.6, n - 0.4, padding=0)
         self.setYRange(-0.04, 1.06, padding=0)
         self.getPlotItem().getAxis("left").setTicks([[(v / 4, f"{v / 4:.2f}") for v in range(5)]])
+
+    def _set_ticks(self) -> None:
+        """Model names under their clusters, shortened to the room each cluster has now
+        (pyqtgraph draws labels that do not fit into each other)."""
+        item = self.getPlotItem()
+        if item is None:  # closed
+            return
+        axis = item.getAxis("bottom")
+        per_cluster = item.vb.width() / max(1, len(self.data))
+        char = QFontMetrics(QFont(theme.ui_font(11))).averageCharWidth() or 7
+        limit = max(6, int(per_cluster * 0.9 / char))
+        axis.setTicks([[(i, short(m.label, limit)) for i, m in enumerate(self.data)]])
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        if self.__dict__.get("data"):  # (Qt resizes the widget while it is being built)
+            self._set_ticks()
 
     def series_counts(self) -> list[int]:
         """Dots per model as drawn (tests read it)."""
