@@ -296,6 +296,11 @@ def test_hook_test_box_runs_the_hook_under_qasync(studio, qapp) -> None:  # type
     page.tree.select_name("hooks", "no-false-promises")
     ed = page.hook_editor
     assert ed.sample_fields["reply"].isVisible()
+    assert not ed.matcher.isEnabled()  # a reply hook: no tool to filter
+    assert "Not used" in ed.fields["matcher"].hint.text()
+    page.tree.select_name("hooks", "link-number-range")  # before tool call
+    assert ed.matcher.isEnabled() and "Which tools" in ed.fields["matcher"].hint.text()
+    page.tree.select_name("hooks", "no-false-promises")
     loop = qasync.QEventLoop(qapp, already_running=False)
     asyncio.set_event_loop(loop)
     try:

@@ -126,6 +126,7 @@ class HookEditor(ComponentEditor):
 
         self.name.textEdited.connect(lambda _t: self.edited("name"))
         self.event.currentIndexChanged.connect(lambda _i: self.edited("event"))
+        self.event.currentIndexChanged.connect(lambda _i: self._matcher_applies())
         self.kind.currentIndexChanged.connect(self._kind_changed)
         self.matcher.textEdited.connect(lambda _t: self.edited("matcher"))
         self.timeout.valueChanged.connect(lambda _v: self.edited("timeout"))
@@ -373,6 +374,17 @@ class HookEditor(ComponentEditor):
         lay.addStretch(1)
         return self.scrolling(card)
 
+    def _matcher_applies(self) -> None:
+        """The matcher only filters tool events: for the others it is shown disabled, with
+        why, rather than left editable with no effect."""
+        tool_event = self.event.currentData() in (HookEvent.BEFORE_TOOL, HookEvent.AFTER_TOOL)
+        self.matcher.setEnabled(tool_event)
+        self.fields["matcher"].hint.setText(
+            "Which tools it checks (a regex over tool names, or *)."
+            if tool_event
+            else "Not used: only tool events are filtered by tool."
+        )
+
     def _sample_visibility(self, hook: Hook) -> None:
         ev = hook.event
         tool_event = ev in (HookEvent.BEFORE_TOOL, HookEvent.AFTER_TOOL)
@@ -460,6 +472,7 @@ class HookEditor(ComponentEditor):
         self.kind.setCurrentIndex(self.kind.findData(item.kind.value))
         self.kind.blockSignals(False)
         self.matcher.setText(item.matcher)
+        self._matcher_applies()
         self.timeout.setValue(item.timeout)
         self.enabled.setChecked(item.enabled)
         self.critical.setChecked(item.task_critical)
