@@ -7,6 +7,7 @@ is on screen. Pages fill in when `StudioContext.opened` fires.
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
 
@@ -297,7 +298,8 @@ class MainWindow(QMainWindow):
         server = server_status_line(self.ctx.servers)
         tone = {"ok": ok, "busy": theme.color("warning"), "error": theme.color("danger")}
         dot = tone.get(server.tone, faint)
-        self.status_server.setText(f"<span style='color:{dot}'>●</span>&nbsp; {server.text}")
+        shown = html.escape(server.text)  # a model id is the user's text
+        self.status_server.setText(f"<span style='color:{dot}'>●</span>&nbsp; {shown}")
         self.status_server.setToolTip(server.tooltip)
         n = jobs().running
         dot = ok if n else faint
