@@ -477,11 +477,13 @@ def inverse_problem(
             by_call.setdefault((turn_index, call_index), []).append((step, param))
     identity = chain.is_identity
 
+    def filled_of(t: int, c: int) -> list[tuple[int, str]] | None:
+        return None if by_call is None else by_call.get((t, c), [])
+
     def same_back(t: int, c: int, call: ToolCall, old: ToolCall) -> bool:
         if identity:
             return _equal_call(call, old)
-        filled = None if by_call is None else by_call.get((t, c), [])
-        name, arguments = chain.inverse_parts(call, filled)
+        name, arguments = chain.inverse_parts(call, filled_of(t, c))
         return name == old.name and call.id == old.id and arguments == old.arguments
 
     for t, (turn, old) in enumerate(zip(remapped.turns, original.turns, strict=True)):
@@ -495,10 +497,7 @@ def inverse_problem(
             continue
         # not equal field by field: build the inverse turn (equal as JSON, or the message)
         if not identity and calls:
-            calls = [
-                chain.inverse_call(call, None if by_call is None else by_call.get((t, c), []))
-                for c, call in enumerate(calls)
-            ]
+            calls = [chain.inverse_call(call, filled_of(t, c)) for c, call in enumerate(calls)]
         back = turn if calls is turn.tool_calls else turn.model_copy(update={"tool_calls": calls})
         if not _equal_turn(back, old) and back.model_dump(mode="json") != old.model_dump(
             mode="json"

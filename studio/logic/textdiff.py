@@ -106,15 +106,20 @@ def stats(rows: list[Row]) -> DiffStats:
     )
 
 
+def _continuation_indent(line: str, width: int) -> str:
+    """The indentation repeated before a long line's continuations: the line's own, unless
+    it would leave less than half the width for text."""
+    indent = line[: len(line) - len(line.lstrip(" "))]
+    return indent if len(indent) < width // 2 else ""
+
+
 def wrap_pieces(line: str, width: int) -> list[tuple[int, int]]:
     """(start, end) of the visual lines of `line` re-flowed at word boundaries to `width`
     columns; continuation lines are shown after the line's own indentation (which they do
     not include). Spaces at a break are dropped; a word longer than a line is cut."""
     if len(line) <= width:
         return [(0, len(line))]
-    indent = len(line) - len(line.lstrip(" "))
-    if indent >= width // 2:
-        indent = 0
+    indent = len(_continuation_indent(line, width))
     pieces: list[tuple[int, int]] = []
     pos = 0
     while pos < len(line):
@@ -169,10 +174,10 @@ def _wrapped(
 ) -> list[tuple[str | None, tuple[tuple[int, int], ...]]]:
     if line is None:
         return [(None, ())]
-    indent = line[: len(line) - len(line.lstrip(" "))]
+    indent = _continuation_indent(line, width)
     out: list[tuple[str | None, tuple[tuple[int, int], ...]]] = []
     for k, (start, end) in enumerate(wrap_pieces(line, width)):
-        prefix = indent if k and len(indent) < width // 2 else ""
+        prefix = indent if k else ""
         cut = tuple(
             (max(s, start) - start + len(prefix), min(e, end) - start + len(prefix))
             for s, e in spans

@@ -27,6 +27,11 @@ def _jitter(i: int, n: int) -> float:
     return (int.from_bytes(digest, "big") / 2**32 - 0.5) * 0.44
 
 
+def _tick_font() -> QFont:
+    """The axes' tick font; the bottom labels are shortened to what fits in it."""
+    return QFont(theme.ui_font(11))
+
+
 def short(text: str, limit: int = 18) -> str:
     """A tick label that fits under its cluster (pyqtgraph drops labels that overlap)."""
     if text.startswith("oracle fixed @ "):
@@ -64,7 +69,7 @@ class VariantPlot(pg.PlotWidget):
 
     def _restyle(self) -> None:
         self.setBackground(theme.color("surface"))
-        font = QFont(theme.ui_font(11))
+        font = _tick_font()
         for name in ("left", "bottom"):
             axis = self.getPlotItem().getAxis(name)
             axis.setPen(pg.mkPen(theme.color("border-strong")))
@@ -128,7 +133,7 @@ class VariantPlot(pg.PlotWidget):
             return
         axis = item.getAxis("bottom")
         per_cluster = item.vb.width() / max(1, len(self.data))
-        char = QFontMetrics(QFont(theme.ui_font(11))).averageCharWidth() or 7
+        char = QFontMetrics(_tick_font()).averageCharWidth() or 7
         limit = max(6, int(per_cluster * 0.9 / char))
         axis.setTicks([[(i, short(m.label, limit)) for i, m in enumerate(self.data)]])
 

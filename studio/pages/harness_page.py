@@ -305,10 +305,10 @@ class HarnessPage(QWidget):
         tag = f" · {', '.join(labels)}" if labels else ""
         self.header.title.setText(f"Harness · {doc.harness.name}")
         self.header.subtitle.setText(f"Editing from version {base}{tag}")
-        n_fields = len(doc.draft_problems())  # a draft (one component) may have several
         changes = self.session.stack.count() - max(0, self.session.stack.cleanIndex())
         if doc.drafts:
-            n_fields = max(n_fields, 1)
+            # a draft (one component) may have several problems, and has at least one
+            n_fields = max(len(doc.draft_problems()), 1)
             self.dirty.setText(f"●  {n_fields} field{'s' if n_fields > 1 else ''} to fix")
             self.dirty.setToolTip("Some input does not validate yet; it is kept in its editor.")
         elif self.session.dirty:
