@@ -79,3 +79,15 @@ def test_transforms_lists_the_registry() -> None:
     code, out = hat("hsa", "transforms")
     assert code == 0
     assert "prompt.section_order" in out and "hooks.retry_budget" in out
+
+
+def test_an_output_path_the_system_refuses_is_one_error_line(tmp_path: Path) -> None:
+    """Any command that meets an OSError on a path the user gave (here: a folder under a
+    file) ends with exit 1 and a line naming the path, not a traceback (`hat`'s top group)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    code, out = hat("hsa", "sample", "-n", "1", "--out", str(blocker / "variants"))
+    assert code == 1
+    assert "error:" in out and str(blocker) in " ".join(out.split())
+    assert "Traceback" not in out
+    assert blocker.read_text() == "x"

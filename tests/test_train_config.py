@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from core.cli.main import app
@@ -34,6 +37,7 @@ from core.train.config import (
     batch_plan,
     check_launch,
     config_schema,
+    load_config,
     parse_pipeline,
     parse_stage,
 )
@@ -547,3 +551,40 @@ def test_pipeline_stops_at_a_failed_stage(tmp_path: Path) -> None:
         stages = list_runs(store, parent=run.id)
         assert [(s.stage, s.status) for s in stages] == [("sft", "failed")]  # OPD, RL not started
         assert run.outputs["stages"] == [stages[0].id]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"stage: sft\nlr: [1\n", r"bad\.yaml, line 3, column 1: not valid YAML: expected ','"),
+        (b"name: caf\xe9\n", r"bad\.yaml: not UTF-8 text \(byte 9\)"),
+        (b"lr: " + b"9" * 5000 + b"\n", r"bad\.yaml: not valid YAML: ValueError"),
+        (b"[" * 5000, r"bad\.yaml(, line \d+, column \d+)?: not valid YAML"),
+    ],
+)
+def test_a_config_file_that_does_not_parse_names_the_file_and_place(
+    tmp_path: Path, content: bytes, expected: str
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, "sft")
+    assert len(info.value.lines()) == 1
+    assert re.search(expected, info.value.lines()[0]), info.value.lines()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=200) | st.text(max_size=200).map(lambda t: t.encode("utf-8")))
+def test_any_config_file_gives_a_config_or_a_config_error(
+    tmp_path_factory: pytest.TempPathFactory, content: bytes
+) -> None:
+    """Whatever bytes a user's config holds, loading it never raises anything but a
+    ConfigError (which the CLI and the studio show as problems)."""
+    path = tmp_path_factory.mktemp("cfg") / "config.yaml"
+    path.write_bytes(content)
+    try:
+        config = load_config(path, "sft")
+    except ConfigError as exc:
+        assert exc.lines() and all(line.startswith("config") or ":" in line for line in exc.lines())
+    else:
+        assert isinstance(config, SftConfig)

@@ -27,6 +27,16 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(1)
 
 
+def describe_os_error(exc: OSError) -> str:
+    """ "PATH: reason" for an error about a path, else the error's own words."""
+    if exc.filename is None:
+        return str(exc)
+    if isinstance(exc, FileExistsError) and not Path(exc.filename).is_dir():
+        return f"{exc.filename}: is a file where a folder is needed"
+    target = f" -> {exc.filename2}" if exc.filename2 is not None else ""
+    return f"{exc.filename}{target}: {exc.strerror or exc}"
+
+
 def print_problems(exc: HarnessError, root: Path | None = None) -> None:
     where = f" in {root}" if root else ""
     err_console.print(f"[red]{len(exc.problems)} problem(s){where}:[/red]")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+from typer.core import TyperGroup
 
 from core.cli import (
     bench_cmd,
     chat_cmd,
+    common,
     data_cmd,
     doctor_cmd,
     eval_cmd,
@@ -19,8 +23,22 @@ from core.cli import (
     train_cmd,
 )
 
+
+class _HatGroup(TyperGroup):
+    """The top command group: a file or folder the user named that the system refuses (a
+    parent that is a file, no permission, a full disk) ends as one line naming the path,
+    whichever command met it, instead of a traceback."""
+
+    def invoke(self, ctx: Any) -> Any:  # (typer's own vendored click Context)
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            common.fail(common.describe_os_error(exc))
+
+
 app = typer.Typer(
     name="hat",
+    cls=_HatGroup,
     help="HAT Studio: harness-aware training for compact agent models.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,

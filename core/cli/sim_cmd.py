@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from core.cli.common import console, fail
+from core.cli.common import console, describe_os_error, fail
 from core.sim.models import IntentKind, TaskCategory
 
 app = typer.Typer(help="Live-room simulator: catalog and task suites.", no_args_is_help=True)
@@ -76,7 +76,7 @@ def tasks_cmd(
         try:
             path = write_tasks(tasks, out)
         except OSError as exc:
-            fail(f"cannot write {out}: {exc.strerror or exc}")
+            fail(f"cannot write {out}: {describe_os_error(exc)}")
         console.print(f"wrote {len(tasks)} tasks ({label}, seed {seed}) to {path}")
     if stats or out is None:
         counts = category_counts(tasks)

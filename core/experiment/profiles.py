@@ -21,10 +21,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from core.train.config import ConfigError, OpdConfig, RlConfig, SftConfig, problems_from
+from core.yamlfile import YamlFileError, read_yaml_file
 
 PROFILES = ("ci", "cpu-shared", "cpu-small", "gpu")
 
@@ -139,9 +139,9 @@ def parse_profile(data: Any, *, where: str = "profile") -> Profile:
 def load_profile(ref: str) -> Profile:
     path = profile_path(ref)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError([("profile", f"cannot read {path}: {exc}")]) from None
+        data = read_yaml_file(path)
+    except YamlFileError as exc:
+        raise ConfigError([("profile", str(exc))]) from None
     return parse_profile(data, where=path.name)
 
 

@@ -35,6 +35,7 @@ from core.harness.models import (
     Skill,
     Tool,
 )
+from core.yamlfile import yaml_problem
 
 HARNESS_FILE = "harness.yaml"
 MANIFEST_KEYS = ("name", "description", "settings", "prompt", "order")
@@ -333,9 +334,7 @@ class _Reader:
         try:
             data = yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            pos = f"line {mark.line + 1 + line_offset}, column {mark.column + 1}" if mark else ""
-            problem = getattr(exc, "problem", None) or str(exc)
+            pos, problem = yaml_problem(exc, line_offset)
             self.add(rel, ", ".join(p for p in (where, pos) if p), f"malformed YAML: {problem}")
             return None
         except (ValueError, RecursionError, OverflowError, MemoryError) as exc:

@@ -32,6 +32,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from core.yamlfile import YamlFileError, read_yaml_file
+
 STAGES = ("sft", "opd", "rl")
 Stage = Literal["sft", "opd", "rl"]
 
@@ -414,15 +416,10 @@ def parse_pipeline(data: Any) -> PipelineConfig:
 
 
 def read_yaml(path: str | Path) -> Any:
-    file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError([("config", f"cannot read {file}: {exc.strerror}")]) from None
-    try:
-        return yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError([("config", f"{file} is not valid YAML: {exc}")]) from None
+        return read_yaml_file(path) or {}
+    except YamlFileError as exc:
+        raise ConfigError([("config", str(exc))]) from None
 
 
 def load_config(path: str | Path, stage: str) -> StageConfig:
