@@ -66,6 +66,11 @@ class _Skeleton(QWidget):
         lay.addStretch(1)
 
 
+SIDEBAR_WIDTH = 212
+COMPACT_SIDEBAR_WIDTH = 64
+COMPACT_BELOW = 1320  # window width under which the sidebar shows icons only
+
+
 class MainWindow(QMainWindow):
     def __init__(
         self,
@@ -112,7 +117,9 @@ class MainWindow(QMainWindow):
     def _build_sidebar(self) -> QWidget:
         side = QFrame()
         side.setObjectName("Sidebar")
-        side.setFixedWidth(212)
+        side.setFixedWidth(SIDEBAR_WIDTH)
+        self.sidebar = side
+        self._sidebar_texts: list[QWidget] = []  # hidden when the sidebar is compact
         lay = QVBoxLayout(side)
         lay.setContentsMargins(12, 16, 12, 12)
         lay.setSpacing(2)
@@ -123,8 +130,9 @@ class MainWindow(QMainWindow):
         brand.addWidget(logo)
         names = QVBoxLayout()
         names.setSpacing(0)
-        names.addWidget(label("HAT Studio", "AppTitle"))
-        names.addWidget(label("Harness-aware training", "AppSubtitle"))
+        for text, style in (("HAT Studio", "AppTitle"), ("Harness-aware training", "AppSubtitle")):
+            names.addWidget(name := label(text, style))
+            self._sidebar_texts.append(name)
         brand.addLayout(names, 1)
         lay.addLayout(brand)
         lay.addSpacing(14)
@@ -136,7 +144,8 @@ class MainWindow(QMainWindow):
             if key in sections:
                 if key != "harness":
                     lay.addSpacing(6)
-                lay.addWidget(label(sections[key], "NavSection"))
+                lay.addWidget(heading := label(sections[key], "NavSection"))
+                self._sidebar_texts.append(heading)
             b = QToolButton()
             b.setObjectName("NavButton")
             b.setText(f"  {title}")
@@ -145,7 +154,6 @@ class MainWindow(QMainWindow):
             b.setSizePolicy(
                 b.sizePolicy().horizontalPolicy().Expanding, b.sizePolicy().verticalPolicy()
             )
-            b.setMinimumWidth(186)
             b.setCursor(Qt.CursorShape.PointingHandCursor)
             b.setToolTip(f"{title}  (Ctrl+{i + 1})")
             theme.bind(
@@ -164,12 +172,12 @@ class MainWindow(QMainWindow):
             self.nav_buttons[key] = b
             lay.addWidget(b)
         lay.addStretch(1)
-        lay.addWidget(label("WORKSPACE", "NavSection"))
+        lay.addWidget(heading := label("WORKSPACE", "NavSection"))
+        self._sidebar_texts.append(heading)
         self.workspace_button = QToolButton()
         self.workspace_button.setObjectName("WorkspaceButton")
         self.workspace_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.workspace_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        self.workspace_button.setMinimumWidth(186)
         theme.bind_icon(self.workspace_button, "folder", "text-muted")
         self.workspace_menu = QMenu(self.workspace_button)
         self.workspace_menu.aboutToShow.connect(self._fill_workspace_menu)
@@ -187,11 +195,34 @@ class MainWindow(QMainWindow):
             lambda w: w.setIcon(theme.icon("moon" if theme.current() == "light" else "sun")),
         )  # type: ignore[attr-defined]
         bottom.addWidget(self.theme_button)
-        bottom.addWidget(label("v0.1", "Faint"))
+        bottom.addWidget(version := label("v0.1", "Faint"))
+        self._sidebar_texts.append(version)
         bottom.addStretch(1)
         lay.addLayout(bottom)
         self._update_workspace_button()
+        self.compact_sidebar = False
         return side
+
+    def set_compact_sidebar(self, compact: bool) -> None:
+        """Icons only (names in the tooltips), so that a window at its minimum width still
+        leaves the editors the room they are laid out for; `resizeEvent` switches it."""
+        if compact == self.compact_sidebar:
+            return
+        self.compact_sidebar = compact
+        self.sidebar.setFixedWidth(COMPACT_SIDEBAR_WIDTH if compact else SIDEBAR_WIDTH)
+        for widget in self._sidebar_texts:
+            widget.setVisible(not compact)
+        style = (
+            Qt.ToolButtonStyle.ToolButtonIconOnly
+            if compact
+            else Qt.ToolButtonStyle.ToolButtonTextBesideIcon
+        )
+        for b in (*self.nav_buttons.values(), self.workspace_button):
+            b.setToolButtonStyle(style)
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        self.set_compact_sidebar(self.width() < COMPACT_BELOW)
 
     def _build_pages(self) -> None:
         """Pages start as light skeletons (a header); each is built the first time it is

@@ -79,3 +79,57 @@ def shut(win, timeout: float = 60) -> None:  # type: ignore[no-untyped-def]
     # Free the closed window's Python side now, between tests, rather than whenever the cycle
     # collector next runs (which may be inside a later test's event processing).
     gc.collect()
+
+
+def layout_problems(root) -> list[str]:  # type: ignore[no-untyped-def]
+    """What a window too small for its layouts shows, as readable lines: inputs and buttons
+    squeezed below the height they need (text cut through), widgets of one layout drawn over
+    each other, and form pages that scroll sideways."""
+    from PySide6.QtWidgets import (
+        QAbstractButton,
+        QAbstractSpinBox,
+        QComboBox,
+        QLayout,
+        QLineEdit,
+        QScrollArea,
+        QWidget,
+    )
+
+    def name(w: QWidget) -> str:
+        text = getattr(w, "text", None)
+        shown = text() if callable(text) and isinstance(text(), str) else ""
+        return f"{type(w).__name__}({w.objectName() or shown[:30]!r})"
+
+    def laid_out(layout: QLayout) -> list[QWidget]:
+        out: list[QWidget] = []
+        for i in range(layout.count()):
+            item = layout.itemAt(i)
+            if item.widget() is not None:
+                out.append(item.widget())
+            elif item.layout() is not None:
+                out.extend(laid_out(item.layout()))
+        return out
+
+    problems: list[str] = []
+    widgets = [w for w in root.findChildren(QWidget) if w.isVisible()]
+    for w in widgets:
+        inner = isinstance(w.parentWidget(), QLineEdit | QComboBox | QAbstractSpinBox)
+        if not inner and isinstance(w, QLineEdit | QComboBox | QAbstractSpinBox | QAbstractButton):
+            need = w.minimumSizeHint().height()
+            if w.height() < need - 1:
+                problems.append(f"{name(w)} is {w.height()} px high, needs {need}")
+            text_width = w.sizeHint().width()
+            if isinstance(w, QAbstractButton) and w.text() and w.width() < text_width - 2:
+                problems.append(f"{name(w)} is {w.width()} px wide, its text needs {text_width}")
+        if isinstance(w, QScrollArea) and w.horizontalScrollBar().isVisible():
+            problems.append(f"{name(w)} scrolls sideways")
+        layout = w.layout()
+        if layout is None:
+            continue
+        shown = [c for c in laid_out(layout) if c.isVisible()]
+        for i, a in enumerate(shown):
+            for b in shown[i + 1 :]:
+                both = a.geometry().intersected(b.geometry())
+                if both.width() > 2 and both.height() > 2:
+                    problems.append(f"{name(a)} and {name(b)} overlap")
+    return problems

@@ -573,3 +573,47 @@ def test_switch_workspace_opens_another_home(studio, tmp_path: Path) -> None:  #
     assert str(other) in studio.workspace_button.toolTip()
     with pytest.raises(AnotherInstance):
         InstanceGuard(other).acquire()
+
+
+@pytest.mark.parametrize("size", [(1080, 680), (1320, 720)], ids=["minimum", "full-sidebar"])
+def test_every_screen_fits_a_small_window(qapp, hat_home: Path, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+    """At the window's minimum size, and at the narrowest width that keeps the sidebar's
+    names, nothing is cut through, drawn over something else or scrolled sideways, and the
+    prompt template (what the user edits there) keeps a usable width."""
+    from tests.studio_helpers import layout_problems
+
+    win = open_studio(hat_home, size=size)
+    try:
+        assert (win.width(), win.height()) == size
+        assert win.compact_sidebar == (size[0] < 1320)
+        page = win.harness_page
+        panes = [("overview", ""), ("prompt", "rules"), ("skills", "coupon-push")]
+        panes += [("tools", "check_stock"), ("hooks", "no-false-promises")]
+        found: dict[str, list[str]] = {}
+        for kind, item in panes:
+            assert page.tree.select_name(kind, item)
+            spin(50)
+            found[kind] = layout_problems(page)
+            if kind == "prompt" and (width := page.prompt_editor.s_template.width()) < 300:
+                found[kind].append(f"the template editor is {width} px wide")
+        page.tabs.setCurrentIndex(1)
+        idle()
+        found["versions"] = layout_problems(page)
+        win.show_page("variants")
+        wait_until(lambda: win.variants_page.view is not None)
+        spin(50)
+        found["variants"] = layout_problems(win.variants_page)
+        for key in ("data", "train", "evaluate", "chat", "runs"):
+            win.show_page(key)
+            idle()
+            shown = win.pages.currentWidget()
+            tabs = getattr(shown, "tabs", None)
+            for index in range(tabs.count() if tabs is not None else 1):
+                if tabs is not None:
+                    tabs.setCurrentIndex(index)
+                    idle()
+                found[f"{key} {index}"] = layout_problems(shown)
+        lines = [f"{where}: {problem}" for where, problems in found.items() for problem in problems]
+        assert not lines, "\n".join(lines)
+    finally:
+        shut(win)

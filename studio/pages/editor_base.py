@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPlainTextEdit,
-    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -116,14 +115,6 @@ class ComponentEditor(QWidget):
         grid.setColumnStretch(0, stretch[0])
         grid.setColumnStretch(1, stretch[1])
         self.body.addWidget(form)
-
-    @staticmethod
-    def scrolling(widget: QWidget) -> QScrollArea:
-        area = QScrollArea()
-        area.setWidgetResizable(True)
-        area.setFrameShape(QFrame.Shape.NoFrame)
-        area.setWidget(widget)
-        return area
 
     # ------------------------------------------------------------------ the raw-file tab
 

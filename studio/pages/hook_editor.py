@@ -28,7 +28,16 @@ from studio.logic.components import hook_from_fields
 from studio.logic.hooktest import HookSample, SampleOutcome, default_sample, run_sample_async
 from studio.pages.editor_base import ComponentEditor
 from studio.session import EditSession
-from studio.widgets.common import CodeEdit, Field, FitStack, button, chip, label, repolish
+from studio.widgets.common import (
+    CodeEdit,
+    Field,
+    FitStack,
+    button,
+    chip,
+    label,
+    repolish,
+    scrolling,
+)
 
 KIND_HELP = {
     HookKind.REQUIRE_REPLY_SKILL: "Blocks a reply unless a reply skill was loaded in this request.",
@@ -119,7 +128,7 @@ class HookEditor(ComponentEditor):
         form.setRowStretch(6, 1)
         form.setColumnStretch(0, 1)
         form.setColumnStretch(1, 1)
-        split.addWidget(self.scrolling(left))
+        split.addWidget(scrolling(left))
         split.addWidget(self._build_tester())
         split.setSizes([560, 420])
         self.body.addWidget(split, 1)
@@ -372,7 +381,7 @@ class HookEditor(ComponentEditor):
         self.outcome.hide()
         lay.addWidget(self.outcome)
         lay.addStretch(1)
-        return self.scrolling(card)
+        return scrolling(card)
 
     def _matcher_applies(self) -> None:
         """The matcher only filters tool events: for the others it is shown disabled, with

@@ -26,7 +26,7 @@ from core.harness.errors import problems_from_validation
 from studio import theme
 from studio.logic.document import Draft, Snapshot
 from studio.session import EditSession
-from studio.widgets.common import Field, label
+from studio.widgets.common import Field, label, scrolling
 
 
 class StatCard(QFrame):
@@ -74,7 +74,11 @@ class OverviewEditor(QWidget):
         self._timer.setInterval(220)
         self._timer.timeout.connect(self.commit)
         self.merge_field = ""
-        lay = QVBoxLayout(self)
+        content = QWidget()
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scrolling(content))
+        lay = QVBoxLayout(content)
         lay.setContentsMargins(24, 18, 24, 20)
         lay.setSpacing(16)
         self.title = label("", "SectionTitle")

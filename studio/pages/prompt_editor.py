@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -38,6 +39,9 @@ KIND_NOTE = {
     SectionKind.TEXT: "Your text. Use ${variable} for values from the variables table.",
 }
 _keys = itertools.count(1)
+
+
+RENDERED_BESIDE_FROM = 860  # editor width (px) from which the rendered prompt fits beside
 
 
 class PromptEditor(QWidget):
@@ -72,6 +76,20 @@ class PromptEditor(QWidget):
         head.addWidget(icon)
         head.addWidget(label("System prompt", "SectionTitle"))
         head.addStretch(1)
+        self.show_rendered = QToolButton()
+        self.show_rendered.setObjectName("Toggle")
+        self.show_rendered.setText("Rendered")
+        self.show_rendered.setCheckable(True)
+        self.show_rendered.setChecked(True)
+        self.show_rendered.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.show_rendered.setToolTip(
+            "Show the rendered system prompt beside the template (hidden by itself while the "
+            "editor is narrow, until you choose)"
+        )
+        self._rendered_chosen = False  # once the user clicks, the width no longer decides
+        self.show_rendered.clicked.connect(lambda: setattr(self, "_rendered_chosen", True))
+        head.addWidget(self.show_rendered)
+        head.addSpacing(10)
         head.addWidget(label("Style", "FieldLabel"))
         self.style_picker = Segmented(
             [("markdown", "Markdown"), ("xml", "XML"), ("plain", "Plain"), ("json", "JSON")]
@@ -162,13 +180,15 @@ class PromptEditor(QWidget):
         rh = QHBoxLayout()
         rh.addWidget(label("Rendered", "SubTitle"))
         rh.addStretch(1)
-        self.render_meta = label("", "Faint")
+        self.render_meta = label("", "Faint", wrap=True)
         rh.addWidget(self.render_meta)
         rl.addLayout(rh)
         self.rendered = CodeEdit(read_only=True)
         self.rendered.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         rl.addWidget(self.rendered, 1)
         split.addWidget(right)
+        self.rendered_pane = right
+        self.show_rendered.toggled.connect(right.setVisible)
         split.setSizes([260, 420, 460])
         split.setStretchFactor(1, 1)
         split.setStretchFactor(2, 1)
@@ -522,6 +542,11 @@ class PromptEditor(QWidget):
     def showEvent(self, event: Any) -> None:
         self.render_preview()
         super().showEvent(event)
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        if not self._rendered_chosen:
+            self.show_rendered.setChecked(self.width() >= RENDERED_BESIDE_FROM)
 
     # ------------------------------------------------------------------ drafts
 

@@ -34,7 +34,7 @@ from studio.logic.components import (
 )
 from studio.pages.editor_base import ComponentEditor, problem_line
 from studio.session import EditSession
-from studio.widgets.common import Banner, Field, button, label, set_invalid, tool_button
+from studio.widgets.common import Banner, Field, button, label, scrolling, set_invalid, tool_button
 
 
 class ParamCard(QFrame):
@@ -146,7 +146,7 @@ class ToolEditor(ComponentEditor):
         self.cards.setContentsMargins(0, 0, 0, 0)
         self.cards.setSpacing(8)
         self.cards.addStretch(1)
-        pl.addWidget(self.scrolling(self.cards_host), 1)
+        pl.addWidget(scrolling(self.cards_host), 1)
         self.tabs.addTab(params, "Parameters")
 
         self.add_raw_tab(

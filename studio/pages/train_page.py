@@ -183,7 +183,7 @@ class TrainPage(QWidget):
         self.mode_picker = Segmented(MODES)
         top.addWidget(self.mode_picker)
         top.addSpacing(12)
-        self.blurb = label("", "Muted")
+        self.blurb = label("", "Muted", wrap=True)
         top.addWidget(self.blurb, 1)
         outer.addLayout(top)
 

@@ -75,7 +75,7 @@ class VariantsPage(QWidget):
         grid.setHorizontalSpacing(14)
         grid.setVerticalSpacing(8)
         self.task = QComboBox()
-        self.task.setMinimumWidth(360)
+        self.task.setMinimumWidth(280)
         self.task.setMaxVisibleItems(18)
         self.bank = Segmented([("train", "Train bank"), ("heldout", "Held-out bank")])
         self.strength = Segmented([("light", "Light"), ("medium", "Medium"), ("heavy", "Heavy")])
@@ -85,13 +85,18 @@ class VariantsPage(QWidget):
         self.seed.setValue(1)
         self.seed.setPrefix("seed ")
         self.seed.setMinimumWidth(120)
+        # three rows: task, policy and dimensions side by side need more than the window's
+        # minimum width, and a squeezed grid draws its widgets over each other
         grid.addWidget(label("Task", "FieldLabel"), 0, 0)
         grid.addWidget(self.task, 0, 1)
-        grid.addWidget(label("Policy", "FieldLabel"), 0, 2)
-        grid.addWidget(self.bank, 0, 3)
-        grid.addWidget(self.strength, 0, 4)
-        grid.addWidget(self.seed, 0, 5)
-        grid.addWidget(label("Dimensions", "FieldLabel"), 1, 0)
+        grid.addWidget(label("Policy", "FieldLabel"), 1, 0)
+        policy = QHBoxLayout()
+        policy.setSpacing(14)
+        for widget in (self.bank, self.strength, self.seed):
+            policy.addWidget(widget)
+        policy.addStretch(1)
+        grid.addLayout(policy, 1, 1)
+        grid.addWidget(label("Dimensions", "FieldLabel"), 2, 0)
         dims = QHBoxLayout()
         dims.setSpacing(6)
         self.dimension_buttons: dict[str, QToolButton] = {}
@@ -106,7 +111,7 @@ class VariantsPage(QWidget):
             self.dimension_buttons[key] = b
             dims.addWidget(b)
         dims.addStretch(1)
-        grid.addLayout(dims, 1, 1, 1, 5)
+        grid.addLayout(dims, 2, 1)
         grid.setColumnStretch(1, 1)
         body.addWidget(controls)
 

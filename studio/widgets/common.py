@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QSizePolicy,
     QStackedWidget,
     QTextBrowser,
@@ -94,6 +95,16 @@ def chip(text: str, kind: str = "neutral") -> QLabel:
 
 def label_kind(name: str) -> str:
     return name if name in ("production", "staging") else "custom"
+
+
+def scrolling(widget: QWidget) -> QScrollArea:
+    """`widget` in a frameless scroll area that resizes it: a form keeps the height its
+    fields need when the window is smaller, and scrolls."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setWidget(widget)
+    return area
 
 
 def hline() -> QFrame:
