@@ -617,3 +617,13 @@ def test_every_screen_fits_a_small_window(qapp, hat_home: Path, size: tuple[int,
         assert not lines, "\n".join(lines)
     finally:
         shut(win)
+
+
+def test_a_toast_stays_centred_when_the_window_is_resized(studio) -> None:  # type: ignore[no-untyped-def]
+    toast = studio.toast
+    toast.show_text("Saved version abc123")
+    studio.resize(1100, 700)
+    spin(30)
+    parent = toast.parentWidget()
+    assert abs(toast.geometry().center().x() - parent.width() // 2) <= 2
+    assert toast.geometry().bottom() < parent.height()
