@@ -156,6 +156,7 @@ class MainWindow(QMainWindow):
             )
             b.setCursor(Qt.CursorShape.PointingHandCursor)
             b.setToolTip(f"{title}  (Ctrl+{i + 1})")
+            b.setAccessibleName(title)  # the name stays when the sidebar shows icons only
             theme.bind(
                 b,
                 lambda w, ic=icon: w.setIcon(
@@ -424,6 +425,7 @@ class MainWindow(QMainWindow):
         metrics = self.workspace_button.fontMetrics()
         self.workspace_button.setText(metrics.elidedText(text, Qt.TextElideMode.ElideMiddle, 150))
         self.workspace_button.setToolTip(f"Workspace folder: {self.home}")
+        self.workspace_button.setAccessibleName(f"Workspace {text}")
 
     def _fill_workspace_menu(self) -> None:
         menu = self.workspace_menu

@@ -586,6 +586,13 @@ def test_every_screen_fits_a_small_window(qapp, hat_home: Path, size: tuple[int,
     try:
         assert (win.width(), win.height()) == size
         assert win.compact_sidebar == (size[0] < 1320)
+        for key, b in win.nav_buttons.items():  # icons only or not, each still says its page
+            assert b.accessibleName() and b.accessibleName() in b.toolTip(), key
+            assert b.toolButtonStyle() == (
+                Qt.ToolButtonStyle.ToolButtonIconOnly
+                if win.compact_sidebar
+                else Qt.ToolButtonStyle.ToolButtonTextBesideIcon
+            )
         page = win.harness_page
         panes = [("overview", ""), ("prompt", "rules"), ("skills", "coupon-push")]
         panes += [("tools", "check_stock"), ("hooks", "no-false-promises")]
