@@ -634,3 +634,32 @@ def test_a_toast_stays_centred_when_the_window_is_resized(studio) -> None:  # ty
     parent = toast.parentWidget()
     assert abs(toast.geometry().center().x() - parent.width() // 2) <= 2
     assert toast.geometry().bottom() < parent.height()
+
+
+def test_a_long_harness_name_is_elided_in_the_header(qapp, hat_home: Path) -> None:  # type: ignore[no-untyped-def]
+    """A long name ends in "…" (whole in the tooltip) instead of pushing the header's
+    actions out of the window or being cut mid-letter."""
+    from PySide6.QtWidgets import QLabel
+
+    name = "luma-weekend-live-shopping-host-production-eu-west-variant-b"
+    harness = import_folder(demo_harness_path()).model_copy(update={"name": name})
+    hat_home.mkdir(parents=True, exist_ok=True)
+    with Store.open(hat_home / "hat.db") as store:
+        store.commit(harness, "a harness with a long name")
+    win = open_studio(hat_home, size=(1080, 680))
+    try:
+        assert win.ctx.harness_name == name
+        header = win.harness_page.header
+        assert header.title.text() == f"Harness · {name}"
+        shown = QLabel.text(header.title)
+        assert shown.endswith("…") and shown[:-1] in header.title.text()
+        assert name in header.title.toolTip()
+        save = win.harness_page.save_button
+        right = save.mapTo(win, save.rect().topRight()).x()
+        assert right < win.width()
+        assert header.title.fontMetrics().horizontalAdvance(shown) <= header.title.width()
+        tree = win.harness_page.tree
+        assert tree.select_name("tools", "check_stock")
+        assert tree.tree.currentItem().toolTip(0).startswith("check_stock\n\nCurrent stock")
+    finally:
+        shut(win)

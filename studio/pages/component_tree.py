@@ -170,8 +170,9 @@ class ComponentTree(QWidget):
         if item.text(0) != text:
             item.setText(0, text)
         item.setForeground(0, QBrush(theme.qcolor("text" if comp.enabled else "text-faint")))
-        tip = getattr(comp, "description", "") or ""
-        item.setToolTip(0, tip[:300])
+        tip = (getattr(comp, "description", "") or "")[:300]
+        # the name first: a long one is elided in the tree
+        item.setToolTip(0, f"{comp.name}\n\n{tip}" if tip else comp.name)
 
     def _on_changed(self, attr: str, _origin: object) -> None:
         doc = self.session.doc

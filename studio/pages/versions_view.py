@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMenu,
     QPushButton,
-    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QVBoxLayout,
@@ -29,7 +28,7 @@ from PySide6.QtWidgets import (
 from core.harness import HarnessError
 from studio import dialogs, theme
 from studio.context import StudioContext
-from studio.widgets.common import Banner, button, label, label_kind, tool_button
+from studio.widgets.common import Banner, ElidedLabel, button, label, label_kind, tool_button
 from studio.widgets.diffview import SideBySideDiff
 
 LABEL_MIME = "application/x-hat-label"
@@ -83,24 +82,6 @@ class LabelChip(QLabel):
         drag.setPixmap(self.grab())
         self._press = None
         drag.exec(Qt.DropAction.MoveAction)
-
-
-class ElidedLabel(QLabel):
-    """A one-line label that elides its text to the width it gets."""
-
-    def __init__(self, text: str, name: str = "") -> None:
-        super().__init__(text)
-        self.full = text
-        if name:
-            self.setObjectName(name)
-        self.setMinimumWidth(30)
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-
-    def resizeEvent(self, event: Any) -> None:
-        super().resizeEvent(event)
-        self.setText(
-            self.fontMetrics().elidedText(self.full, Qt.TextElideMode.ElideRight, self.width())
-        )
 
 
 class VersionRow(QFrame):

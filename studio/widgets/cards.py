@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
@@ -27,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from core.serving.chat_cards import Card, ReplyLatency, SessionSummary
 from studio import theme
-from studio.widgets.common import button, label, repolish
+from studio.widgets.common import ElidedLabel, button, label, repolish
 
 KIND_ICONS = {
     "skill": "skill",
@@ -132,41 +131,6 @@ def stylesheet() -> str:
 #StatusDot[state="failed"], #StatusDot[state="died"] {{ color: {c("danger")}; }}
 #Composer {{ background: {c("surface")}; border-top: 1px solid {c("border")}; }}
 """
-
-
-class ElidedLabel(QLabel):
-    """One line that shrinks with its column, ending in "…" (the full text in the tooltip)."""
-
-    def __init__(self, text: str, name: str, mode: Qt.TextElideMode = Qt.TextElideMode.ElideRight):
-        super().__init__()
-        self.setObjectName(name)
-        self.mode = mode
-        self.full = text
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.setText(text)
-
-    def set_full(self, text: str) -> None:
-        self.full = text
-        self._elide()
-
-    def text(self) -> str:  # type: ignore[override]
-        return self.full
-
-    def sizeHint(self) -> QSize:
-        hint = super().sizeHint()
-        return QSize(self.fontMetrics().horizontalAdvance(self.full) + 4, hint.height())
-
-    def minimumSizeHint(self) -> QSize:
-        return QSize(24, super().minimumSizeHint().height())
-
-    def resizeEvent(self, event: Any) -> None:
-        super().resizeEvent(event)
-        self._elide()
-
-    def _elide(self) -> None:
-        shown = self.fontMetrics().elidedText(self.full, self.mode, max(0, self.width()))
-        super().setText(shown)
-        self.setToolTip(self.full if shown != self.full else "")
 
 
 def _text(text: str, name: str, *, wrap: bool = True, selectable: bool = True) -> QLabel:
@@ -354,7 +318,7 @@ class HookAllowRow(QFrame):
         self.cards.append(card)
         self.names.setText("  ·  ".join(c.title for c in self.cards))
         events = sorted({c.subtitle.split(" · ")[0] for c in self.cards})
-        self.subtitle.set_full(", ".join(events))
+        self.subtitle.setText(", ".join(events))
         self.setToolTip("\n".join(f"{c.title}: {c.subtitle}" for c in self.cards))
 
 

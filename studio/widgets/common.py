@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from PySide6.QtCore import (
     QEasingCurve,
@@ -125,6 +126,41 @@ def hline() -> QFrame:
     return line
 
 
+class ElidedLabel(QLabel):
+    """One line that shrinks with its column, ending in "…" (the full text in the tooltip)."""
+
+    def __init__(self, text: str, name: str, mode: Qt.TextElideMode = Qt.TextElideMode.ElideRight):
+        super().__init__()
+        self.setObjectName(name)
+        self.mode = mode
+        self.full = text
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self._elide()
+
+    def setText(self, text: str) -> None:  # type: ignore[override]
+        self.full = text
+        self._elide()
+
+    def text(self) -> str:  # type: ignore[override]
+        return self.full
+
+    def sizeHint(self) -> QSize:
+        hint = super().sizeHint()
+        return QSize(self.fontMetrics().horizontalAdvance(self.full) + 4, hint.height())
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(24, super().minimumSizeHint().height())
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        shown = self.fontMetrics().elidedText(self.full, self.mode, max(0, self.width()))
+        QLabel.setText(self, shown)
+        self.setToolTip(self.full if shown != self.full else "")
+
+
 class PageHeader(QFrame):
     """Title, subtitle and right-aligned actions at the top of a page."""
 
@@ -136,8 +172,8 @@ class PageHeader(QFrame):
         lay.setSpacing(10)
         text = QVBoxLayout()
         text.setSpacing(2)
-        self.title = label(title, "PageTitle")
-        self.subtitle = label(subtitle, "PageSubtitle")
+        self.title = ElidedLabel(title, "PageTitle")  # a long harness name must not push
+        self.subtitle = ElidedLabel(subtitle, "PageSubtitle")  # the actions out of view
         text.addWidget(self.title)
         text.addWidget(self.subtitle)
         lay.addLayout(text, 1)
