@@ -658,6 +658,7 @@ def test_a_long_harness_name_is_elided_in_the_header(qapp, hat_home: Path) -> No
         right = save.mapTo(win, save.rect().topRight()).x()
         assert right < win.width()
         assert header.title.fontMetrics().horizontalAdvance(shown) <= header.title.width()
+        assert name in win.harness_page.harness_picker.toolTip()
         tree = win.harness_page.tree
         assert tree.select_name("tools", "check_stock")
         assert tree.tree.currentItem().toolTip(0).startswith("check_stock\n\nCurrent stock")

@@ -58,7 +58,12 @@ class HarnessPage(QWidget):
         self.header = PageHeader("Harness", "Loading workspace…")
         self.harness_picker = QComboBox()
         self.harness_picker.setMinimumWidth(150)
+        self.harness_picker.setMaximumWidth(340)  # grows with a long name, up to a point
+        self.harness_picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.harness_picker.setToolTip("Harness in this workspace")
+        self.harness_picker.currentTextChanged.connect(
+            lambda name: self.harness_picker.setToolTip(f"Harness in this workspace: {name}")
+        )
         self.header.add(self.harness_picker)
         self.dirty = label("", "DirtyDot")
         self.header.add(self.dirty)
