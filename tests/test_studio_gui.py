@@ -664,3 +664,20 @@ def test_a_long_harness_name_is_elided_in_the_header(qapp, hat_home: Path) -> No
         assert tree.tree.currentItem().toolTip(0).startswith("check_stock\n\nCurrent stock")
     finally:
         shut(win)
+
+
+def test_a_job_column_says_what_its_empty_list_will_hold(qapp) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtWidgets import QPushButton, QWidget
+
+    from studio.pages.job_view import JobColumn
+
+    host = QWidget()
+    column = JobColumn("Idle", (("done", "Items"),), QPushButton(), QPushButton(), "Latest")
+    host.setLayout(column)
+    host.show()
+    assert column.log_hint.isVisible()
+    column.add_item("test.price.0001  ok", True)
+    assert not column.log_hint.isVisible()
+    column.log.clear()  # a new run starts with an empty list
+    assert column.log_hint.isVisible()
+    host.close()

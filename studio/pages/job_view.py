@@ -8,7 +8,9 @@ views, their tests and the screenshots address them the same way on every job ta
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QFrame,
@@ -97,8 +99,17 @@ class JobColumn(QVBoxLayout):
         self.log = QListWidget()
         self.log.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.log.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.log_hint = label("Items appear here as they finish, the newest first.", "Muted")
+        self.log_pane.body.addWidget(self.log_hint)
         self.log_pane.body.addWidget(self.log)
         self.addWidget(self.log_pane, 1)
+        model = self.log.model()
+        for signal in (model.rowsInserted, model.rowsRemoved, model.modelReset):
+            signal.connect(self._sync_hint)
+
+    def _sync_hint(self, *_: Any) -> None:
+        if shiboken6.isValid(self.log) and shiboken6.isValid(self.log_hint):  # (not while closing)
+            self.log_hint.setVisible(self.log.count() == 0)
 
     def show_count(self, done: int, total: int) -> None:
         self.bar.setRange(0, max(1, total))
