@@ -103,6 +103,8 @@ class MainWindow(QMainWindow):
         self._build_status()
         self._build_actions()
         self.toast = Toast(self.pages)
+        # the stack raises the page it switches to: keep a showing toast above it
+        self.pages.currentChanged.connect(lambda _i: self.toast.raise_())
         self.ctx.message.connect(self._message)
         self.ctx.opened.connect(self._opened)
         self.ctx.openFailed.connect(lambda m: self.status_version.setText("workspace not opened"))

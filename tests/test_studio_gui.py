@@ -634,6 +634,11 @@ def test_a_toast_stays_centred_when_the_window_is_resized(studio) -> None:  # ty
     parent = toast.parentWidget()
     assert abs(toast.geometry().center().x() - parent.width() // 2) <= 2
     assert toast.geometry().bottom() < parent.height()
+    studio.show_page("data")  # the stack raises the page it shows; the toast stays on top
+    spin(30)
+    assert parent.children().index(toast) > parent.children().index(parent.currentWidget())
+    under = parent.childAt(toast.geometry().center())
+    assert under is not None and (under is toast or toast.isAncestorOf(under))
 
 
 def test_a_long_harness_name_is_elided_in_the_header(qapp, hat_home: Path) -> None:  # type: ignore[no-untyped-def]
