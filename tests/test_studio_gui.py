@@ -686,3 +686,25 @@ def test_a_job_column_says_what_its_empty_list_will_hold(qapp) -> None:  # type:
     column.log.clear()  # a new run starts with an empty list
     assert column.log_hint.isVisible()
     host.close()
+
+
+def test_the_rendered_prompt_steps_aside_in_a_narrow_editor(qapp, hat_home: Path) -> None:  # type: ignore[no-untyped-def]
+    """At the minimum size the rendered prompt is hidden (and not re-rendered per edit); the
+    Rendered toggle brings it back up to date, and the user's choice outlives a resize."""
+    win = open_studio(hat_home, size=(1080, 680))
+    try:
+        page = win.harness_page
+        assert page.tree.select_name("prompt", "rules")
+        idle()
+        ed = page.prompt_editor
+        assert not ed.show_rendered.isChecked() and not ed.rendered_pane.isVisible()
+        ed.move_section(0, 2)  # an edit while hidden
+        idle()
+        ed.show_rendered.click()
+        assert ed.rendered_pane.isVisible()
+        assert ed.rendered.toPlainText().startswith("## Ground rules")
+        win.resize(1090, 690)
+        spin(30)
+        assert ed.show_rendered.isChecked()  # chosen by the user: the width no longer decides
+    finally:
+        shut(win)

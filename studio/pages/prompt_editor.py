@@ -188,7 +188,7 @@ class PromptEditor(QWidget):
         rl.addWidget(self.rendered, 1)
         split.addWidget(right)
         self.rendered_pane = right
-        self.show_rendered.toggled.connect(right.setVisible)
+        self.show_rendered.toggled.connect(self._show_rendered)
         split.setSizes([260, 420, 460])
         split.setStretchFactor(1, 1)
         split.setStretchFactor(2, 1)
@@ -511,9 +511,13 @@ class PromptEditor(QWidget):
         else:
             self.banner.hide()
 
+    def _show_rendered(self, on: bool) -> None:
+        self.rendered_pane.setVisible(on)
+        self.render_preview()  # it was not kept up to date while hidden
+
     def render_preview(self) -> None:
-        if self.session.doc is None:
-            return
+        if self.session.doc is None or not self.show_rendered.isChecked():
+            return  # (a whole-prompt render per edit, for a pane nobody sees)
         try:
             text = render_system_prompt(self.session.doc.harness)
         except HarnessError as exc:
