@@ -158,6 +158,10 @@ def test_folder_adapter_merged_and_removal(store: Store, tmp_path: Path) -> None
 def test_broken_folders_name_the_problem(store: Store, tmp_path: Path) -> None:
     with pytest.raises(RegistryError, match="no such folder"):
         add_folder(store, "a", tmp_path / "missing")
+    gguf = tmp_path / "model.Q8_0.gguf"
+    gguf.write_bytes(b"GGUF")
+    with pytest.raises(RegistryError, match=r"not a folder: .*import-gguf"):
+        add_folder(store, "a", gguf)  # a GGUF file given where a folder is needed
     folder = fake_model_folder(tmp_path / "m")
     (folder / "config.json").unlink()
     with pytest.raises(RegistryError, match=r"model folder broken: missing config\.json"):

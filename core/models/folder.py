@@ -134,7 +134,10 @@ def check_model_folder(path: str | Path) -> FolderInfo:
     if not folder.exists():
         raise FolderError(f"no such folder: {folder}")
     if not folder.is_dir():
-        raise FolderError(f"not a folder: {folder}")
+        hint = " (a GGUF file: import it with `hat models import-gguf`)"
+        raise FolderError(
+            f"not a folder: {folder}{hint if folder.suffix.lower() == '.gguf' else ''}"
+        )
     config = _read_json(folder / "config.json")
     model_type = config.get("model_type")
     if not isinstance(model_type, str):
