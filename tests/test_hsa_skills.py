@@ -121,9 +121,10 @@ def old_names(mapping: SurfaceMapping) -> dict[str, str]:
 
 def model_text(harness: Harness) -> str:
     """The variant's folder text without what keeps canonical names on purpose and the model
-    never sees: tool bindings and binding_args (x-hat) and skill metadata (role stamps)."""
+    never sees: the harness description, tool bindings and binding_args (x-hat) and skill
+    metadata (role stamps)."""
     parts = []
-    for path, text in folder_files(harness).items():
+    for path, text in folder_files(harness.model_copy(update={"description": ""})).items():
         if path.startswith("tools/"):
             data = json.loads(text)
             data.pop("x-hat", None)
@@ -267,6 +268,16 @@ def test_skill_renames_stamp_roles_and_reach_other_skills() -> None:
             chit = next(s for s in out.skills if s.metadata.get(ROLE_KEY, s.name) == "chit-chat")
             assert mapping.skills["product-qa"] in chit.body
     assert seen_role_stamps > 40
+
+
+def test_renames_leave_the_harness_description_as_written() -> None:
+    """The description is the operator's note, never shown to the model: "after-sales" there
+    is English, not the skill of that name, and a rename must not garble it."""
+    h = demo()
+    assert "after-sales" in h.description
+    out = rename_or_skip(h, Renames(skills={"after-sales": "xqz-b52d"}))
+    assert out.description == h.description
+    assert out.skill("xqz-b52d") is not None and out.skill("after-sales") is None
 
 
 def test_loader_rename_rewrites_calls_and_prompt() -> None:

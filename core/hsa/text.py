@@ -349,9 +349,10 @@ def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
 def harness_texts(harness: Harness) -> Iterator[tuple[str, str]]:
     """(where, text) of every text field of `harness` a model can read or that names a tool,
     parameter or skill: descriptions, bodies, templates, reminders, schema texts, hook
-    matchers (`where` ends in `.matcher`), names. Leaves out what the model never sees and
-    that keeps canonical names on purpose: `binding`, `binding_args`, skill metadata."""
-    yield "harness.description", harness.description
+    matchers (`where` ends in `.matcher`), names. Leaves out what the model never sees: the
+    harness description (the operator's note, kept as written: a skill named `after-sales`
+    must not turn "comparisons and after-sales" into "comparisons and xqz-b52d" there) and
+    what keeps canonical names on purpose: `binding`, `binding_args`, skill metadata."""
     yield "settings.load_skill_tool", harness.settings.load_skill_tool
     yield "settings.reminder_format", harness.settings.reminder_format
     for key, value in harness.prompt.variables.items():
@@ -635,7 +636,6 @@ def _apply_renames(harness: Harness, renames: Renames) -> Harness:
         settings = Settings.model_validate({**_model_fields(settings), **setting_changes})
     return assemble(
         harness,
-        description=text(harness.description),
         settings=settings,
         prompt=_renamed_prompt(harness.prompt, text),
         skills=[_renamed_skill(s, renames, names, renamer) for s in harness.skills],
