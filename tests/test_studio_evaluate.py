@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtWidgets import QLabel
 
 from core.eval.results import EvalResult, ResultStatus, Suite
 from studio.logic.eval_view import (
@@ -312,20 +313,52 @@ def test_variant_plot_labels_fit_under_their_clusters(qapp) -> None:  # type: ig
         return SimpleNamespace(label=label, distribution=dist)
 
     plot = VariantPlot()
-    names = ["oracle", "smollm2-135m-instruct", "a-much-longer-adapter-name-v2"]
+    names = ["oracle", "smollm2-135m-instruct", "oracle fixed @ a101b18"]
     plot.set_models([model(n) for n in names])
-    char = QFontMetrics(QFont(theme.ui_font(11))).averageCharWidth()
+    metrics = QFontMetrics(QFont(theme.ui_font(11)))
 
     def shown() -> list[str]:
         return [text for _, text in plot.getPlotItem().getAxis("bottom")._tickLevels[0]]
 
     try:
-        for width in (300, 900):
+        for width in (260, 300, 340, 900):
             plot.resize(width, 240)
             plot.show()
             idle()
             room = plot.getPlotItem().vb.width() / len(names)
-            assert all(len(text) * char <= room for text in shown()), (width, shown())
+            # each label leaves its neighbours a gap of 8 px or more
+            assert all(metrics.horizontalAdvance(t) <= room - 8 for t in shown()), (width, shown())
+            # a cut label says so; a fixed-harness oracle keeps its whole version or the "…"
+            cut = [t for t, n in zip(shown(), names, strict=True) if t != n]
+            assert all(t.endswith("…") or t == "fixed a101b18" for t in cut), shown()
         assert shown() == names  # wide enough again: the whole names
     finally:
         plot.close()
+
+
+def test_a_long_run_name_is_elided_in_the_run_list(qapp) -> None:  # type: ignore[no-untyped-def]
+    """A model name wider than the list ends in "…" with the whole name in its tooltip (it
+    was cut mid-letter by the pass-rate chip, so two runs of different versions could read
+    alike)."""
+    from types import SimpleNamespace
+
+    from studio.pages.evaluate_results_view import RunItem
+    from studio.widgets.common import ElidedLabel
+
+    name = "oracle fixed @ a101b18 with a long adapter name"
+    run = SimpleNamespace(done=72, total=72, reason="")
+    row = SimpleNamespace(
+        model=name, status="done", pass_rate=0.71, suites="ls-qa,hv-qa,robustness",
+        version="aea45f2 staging", created="07:18", id="eval-1", run=run,
+    )  # fmt: skip
+    item = RunItem(row)
+    item.resize(220, item.sizeHint().height())
+    item.show()
+    idle()
+    try:
+        title = next(w for w in item.findChildren(ElidedLabel) if w.full == name)
+        shown = title.fontMetrics().horizontalAdvance(QLabel.text(title))
+        assert QLabel.text(title).endswith("…") and shown <= title.width()
+        assert title.toolTip() == name
+    finally:
+        item.close()

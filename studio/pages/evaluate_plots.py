@@ -32,11 +32,18 @@ def _tick_font() -> QFont:
     return QFont(theme.ui_font(11))
 
 
-def short(text: str, limit: int = 18) -> str:
-    """A tick label that fits under its cluster (pyqtgraph drops labels that overlap)."""
+TICK_GAP = 12
+"""Pixels kept free between neighbouring tick labels."""
+
+
+def short(text: str, room: float, metrics: QFontMetrics) -> str:
+    """A tick label at most `room` pixels wide (pyqtgraph draws labels that do not fit into
+    each other): a fixed-harness oracle by its version, anything else ending in "…"."""
+    if metrics.horizontalAdvance(text) <= room:
+        return text
     if text.startswith("oracle fixed @ "):
-        text = "fixed " + text.removeprefix("oracle fixed @ ")[: max(4, limit - 6)]
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+        text = "fixed " + text.removeprefix("oracle fixed @ ")
+    return metrics.elidedText(text, Qt.TextElideMode.ElideRight, max(0, int(room)))
 
 
 class VariantPlot(pg.PlotWidget):
@@ -132,10 +139,9 @@ class VariantPlot(pg.PlotWidget):
         if item is None:  # closed
             return
         axis = item.getAxis("bottom")
-        per_cluster = item.vb.width() / max(1, len(self.data))
-        char = QFontMetrics(_tick_font()).averageCharWidth() or 7
-        limit = max(6, int(per_cluster * 0.9 / char))
-        axis.setTicks([[(i, short(m.label, limit)) for i, m in enumerate(self.data)]])
+        room = item.vb.width() / max(1, len(self.data)) - TICK_GAP
+        metrics = QFontMetrics(_tick_font())
+        axis.setTicks([[(i, short(m.label, room, metrics)) for i, m in enumerate(self.data)]])
 
     def resizeEvent(self, event: Any) -> None:
         super().resizeEvent(event)

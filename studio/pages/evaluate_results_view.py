@@ -25,7 +25,7 @@ from studio.context import StudioContext
 from studio.pages.data_conversation import ConversationView
 from studio.pages.data_widgets import Pane
 from studio.pages.evaluate_plots import VariantPlot
-from studio.widgets.common import Banner, button, chip, clear_layout, label
+from studio.widgets.common import Banner, ElidedLabel, button, chip, clear_layout, label
 from studio.widgets.tables import Column, RecordTable, score_tone
 
 STATUS_TONE = {
@@ -67,9 +67,7 @@ class RunItem(QFrame):
         lay.setSpacing(2)
         top = QHBoxLayout()
         top.setSpacing(6)
-        name = label(row.model, "VersionMessage")
-        name.setMinimumWidth(40)
-        top.addWidget(name, 1)
+        top.addWidget(ElidedLabel(row.model, "VersionMessage"), 1)
         if row.status != "done":
             top.addWidget(chip(row.status, STATUS_CHIP.get(row.status, "neutral")))
         if row.pass_rate is not None:
@@ -80,7 +78,7 @@ class RunItem(QFrame):
         lay.addLayout(top)
         n = row.suites.count(",") + 1
         suites = row.suites if n == 1 else f"{n} suites"
-        lay.addWidget(label(f"{suites} · {row.version} · {row.created}", "VersionMeta"))
+        lay.addWidget(ElidedLabel(f"{suites} · {row.version} · {row.created}", "VersionMeta"))
         self.setToolTip(
             f"{row.id}\nharness {row.version}\n{row.run.done}/{row.run.total} items"
             + (f"\n{row.run.reason}" if row.run.reason else "")
