@@ -134,10 +134,9 @@ def check_model_folder(path: str | Path) -> FolderInfo:
     if not folder.exists():
         raise FolderError(f"no such folder: {folder}")
     if not folder.is_dir():
-        hint = " (a GGUF file: import it with `hat models import-gguf`)"
-        raise FolderError(
-            f"not a folder: {folder}{hint if folder.suffix.lower() == '.gguf' else ''}"
-        )
+        gguf = folder.suffix.lower() == ".gguf"
+        hint = " (a GGUF file: import it with `hat models import-gguf`)" if gguf else ""
+        raise FolderError(f"not a folder: {folder}{hint}")
     config = _read_json(folder / "config.json")
     model_type = config.get("model_type")
     if not isinstance(model_type, str):
