@@ -34,7 +34,9 @@ before timing on both sides: the IFEval checkers are loaded once (NLTK's import 
 seconds) and both clients send one warm-up request. Rounds alternate which side goes first
 (drift hits both); the headline is the median of per-round ratios (ours / vLLM), goal >= 0.9.
 A round in which either side lost a request (timeout, dead server) is reported but left out
-of the ratio.
+of the ratio. Each side also reports its mean request time (`mean_request_s`: ours from the
+stored items' `latency_s`, the request as the client saw it; theirs vLLM's mean e2e latency),
+which tells slower requests from time spent between them.
 """
 
 from __future__ import annotations
@@ -110,6 +112,7 @@ async def ours(
         "failures": sorted({str(r.reason) for r in failed})[:3],
         "wall_s": wall,
         "requests_per_s": len(rows) / wall,
+        "mean_request_s": statistics.fmean(r.latency_s or 0.0 for r in rows) if rows else None,
         "responses": [str(r.grades.get("response", "")) for r in rows],
         "status": str(run.status),
     }
@@ -141,6 +144,7 @@ def theirs(
         "--request-rate", "inf",
         "--max-concurrency", str(concurrency),
         "--temperature", "0",
+        "--percentile-metrics", "ttft,tpot,itl,e2el",
         "--disable-tqdm",
         "--save-result", "--save-detailed",
         "--result-dir", str(out),
@@ -160,6 +164,7 @@ def theirs(
         "total_output_tokens": data["total_output_tokens"],
         "total_input_tokens": data["total_input_tokens"],
         "process_wall_s": process_s,
+        "mean_request_s": data["mean_e2el_ms"] / 1000,
         "responses": list(data.get("generated_texts") or []),
     }
 
