@@ -588,3 +588,21 @@ def test_any_config_file_gives_a_config_or_a_config_error(
         assert exc.lines() and all(line.startswith("config") or ":" in line for line in exc.lines())
     else:
         assert isinstance(config, SftConfig)
+
+
+def test_a_failed_runs_reason_leaves_python_warnings_out(tmp_path: Path) -> None:
+    """A failed run's reason quotes the log's last lines; a library's FutureWarning there
+    (TRL reading a deprecated transformers property) read as the cause of the failure. The
+    log file keeps it."""
+    from core.train.runs import LOG_FILE, log_tail
+
+    (tmp_path / "lib.py").write_text(
+        "import warnings\n\n\ndef old():\n    warnings.warn(\n        'old() is deprecated',"
+        " FutureWarning\n    )\n"
+    )
+    script = "import lib; print('step 2 done'); lib.old(); print('step 3 done')"
+    with (tmp_path / LOG_FILE).open("wb") as log:  # the child's real output, as runs log it
+        subprocess.run([sys.executable, "-u", "-c", script], cwd=tmp_path, stdout=log,
+                       stderr=subprocess.STDOUT, check=True)  # fmt: skip
+    assert "FutureWarning" in (tmp_path / LOG_FILE).read_text()
+    assert log_tail(tmp_path).splitlines() == ["step 2 done", "step 3 done"]

@@ -446,12 +446,26 @@ def describe_exit(code: int | None) -> str:
     return text
 
 
+_WARNING_RE = re.compile(r"^\S.*\.py:\d+: \w*Warning: ")
+"""A Python warning's first line ("path.py:12: FutureWarning: ..."); its source line follows,
+indented."""
+
+
 def log_tail(run_dir: Path, lines: int = 15) -> str:
+    """The child log's last lines for a failed run's reason, without Python warnings: a
+    library's FutureWarning just before the end reads as the cause of the failure (the log
+    file keeps them)."""
     try:
         data = (run_dir / LOG_FILE).read_bytes()[-20000:].decode("utf-8", errors="replace")
     except OSError:
         return ""
-    return "\n".join(data.strip().splitlines()[-lines:])
+    kept: list[str] = []
+    in_warning = False
+    for line in data.strip().splitlines():
+        in_warning = bool(_WARNING_RE.match(line)) or (in_warning and line[:1].isspace())
+        if not in_warning:
+            kept.append(line)
+    return "\n".join(kept[-lines:])
 
 
 _OOM_RE = re.compile(r"out of memory|MemoryError|OutOfMemoryError|Cannot allocate memory", re.I)
