@@ -361,14 +361,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             await until(lambda: monitor.step_seen, 900, "the first training step")
         lane = page.lanes["A"]
         rows_before = len(lane.session.rows)
-        events_before, deltas_before = (monitor.events if monitor else 0), deltas[0]
+
+        def training_events() -> int:
+            return monitor.events if monitor is not None else 0
+
+        events_before, deltas_before = training_events(), deltas[0]
         load = await window(args.seconds)
         result["load"] = percentiles(load)
         page.stop_replay()
         result["streamed"] = {
             "chat_deltas": deltas[0] - deltas_before,
             "chat_requests_finished": len(lane.session.rows) - rows_before,
-            "training_updates": (monitor.events if monitor else 0) - events_before,
+            "training_updates": training_events() - events_before,
         }
         done = lane.session.rows[rows_before:]
         calls = [c for r in done for c in r.calls if c.error is None]
