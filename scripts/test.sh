@@ -2,12 +2,17 @@
 # Set up the environment and run every check CI runs: lint, types, import boundaries, tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The two venvs take ~5 GB (project 2.5 GB, vLLM 2.5 GB): say what the disk has, so that a run
+# that stops on "No space left on device" says how much there was.
+disk_free() { echo "== disk: $(df -Pm . | awk 'NR==2 {print $4}') MB free ($1)"; }
+disk_free "before the installs"
 bash scripts/setup-env.sh "dev,studio,training"
 # The vLLM server runs from its own venv (the serving tests start it); HAT_SKIP_VLLM=1 skips
 # this locally (the vLLM tests then skip; in CI they must run).
 if [ "${HAT_SKIP_VLLM:-0}" != 1 ]; then
   echo "== vllm venv"; bash scripts/setup-vllm.sh
 fi
+disk_free "after the installs"
 # shellcheck disable=SC1091
 . "${HAT_VENV:-.venv}/bin/activate"
 export QT_QPA_PLATFORM=offscreen
@@ -34,4 +39,5 @@ for module in tests/test_studio_*.py; do
   echo "== pytest $module"
   python -m pytest "$module" || status=$?
 done
+disk_free "after the tests"
 exit "$status"
