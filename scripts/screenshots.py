@@ -205,8 +205,13 @@ def main() -> int:
 
     both("variants", variants)
 
-    # The Data, Train, Evaluate, Chat and Runs screens are captured with real runs, data and
-    # a served model, not on this fresh demo workspace (docs/screenshots/data-*, train-*, ...).
+    # ---- evaluate: runs of the simulator's oracle (instant and deterministic), and the oracle
+    # fixed on the deployed version's names — the stand-in for a fine-tune on that harness —
+    # against a tool rename, so the impact gate and the results have something to show
+    evaluate_screens(win, wait, idle, grab)
+
+    # The Data, Train, Chat and Runs screens are captured with real runs, data and a served
+    # model by their GUI tests (HAT_SCREENSHOTS, HAT_CHAT_SCREENSHOTS), not on this workspace.
 
     # ---- import with errors (the problems dialog)
     from core.harness import HarnessError, import_folder
@@ -254,6 +259,73 @@ def main() -> int:
     QApplication.processEvents()
     print(f"{len(shots)} screenshots in {out}")
     return 0
+
+
+def evaluate_screens(win, wait, idle, grab) -> None:  # type: ignore[no-untyped-def]
+    """Evaluate's three tabs: a finished oracle run, the impact gate of a tool rename with its
+    first broken task open, and the results of the fixed oracle on all three suites."""
+    store = win.ctx.store
+    name = win.ctx.session.doc.harness.name
+    deployed = store.labels(name).get("production") or store.info("head", name).id
+    base = store.load("head", name)
+    tools = [
+        t.model_copy(update={"name": "product_details"}) if t.name == "get_product_by_link" else t
+        for t in base.tools
+    ]
+    skills = [
+        s.model_copy(update={"body": s.body.replace("get_product_by_link", "product_details")})
+        for s in base.skills
+    ]
+    store.commit(
+        base.model_copy(update={"tools": tools, "skills": skills}),
+        "Rename get_product_by_link to product_details",
+    )
+    win.ctx.versionsChanged.emit()
+    win.show_page("evaluate")
+    page = win.page("evaluate")
+    idle()
+    run = page.run
+
+    def evaluate(kind: str, suites: tuple[str, ...], limit: int) -> None:
+        page.show_tab("run")
+        run.picker.select(kind)
+        if kind == "oracle-fixed":
+            run.fixed_on.setCurrentIndex(run.fixed_on.findData(deployed))
+        for key, b in run.suite_buttons.items():
+            b.setChecked(key in suites)
+        run.limit.setValue(limit)
+        run.variants.setValue(4)
+        run.result = None
+        run.start()
+        wait(lambda: run.result is not None, timeout=300)
+        idle()
+
+    evaluate("oracle-fixed", ("ls-qa", "hv-qa", "robustness"), 12)
+    fixed_run = run.result.id
+    evaluate("oracle", ("ls-qa", "robustness"), 12)
+    grab("evaluate-run")
+
+    view = page.impact
+    page.impact_button.click()
+    idle()
+    view.picker.select("oracle-fixed")
+    view.set_versions(deployed, store.info("head", name).id)
+    view.limit.setValue(24)
+    view.start()
+    wait(lambda: view.report is not None, timeout=300)
+    idle()
+    view.flips.select_row(0)
+    wait(lambda: bool(view.after.cards and view.before.cards))
+    grab("evaluate-impact")
+
+    results = page.results
+    page.show_tab("results")
+    results.refresh(select=fixed_run)
+    wait(lambda: results.view is not None and results.view.run.id == fixed_run)
+    idle()
+    results.items.select_where(lambda r: r.score < 1)
+    idle()
+    grab("evaluate-results")
 
 
 if __name__ == "__main__":

@@ -151,6 +151,10 @@ def qcolor(token: str) -> QColor:
 
 @lru_cache(maxsize=1)
 def _families() -> frozenset[str]:
+    # Inter ships with the studio (resources/studio/fonts, SIL OFL 1.1): the layout is drawn
+    # for its widths, and a wider fallback (DejaVu Sans on a bare Linux) cut labels short.
+    for file in sorted((RESOURCES / "fonts").glob("*.otf")):
+        QFontDatabase.addApplicationFont(str(file))
     return frozenset(QFontDatabase.families())
 
 

@@ -277,6 +277,48 @@ def test_dataset_reading_reports_bad_lines_and_reads_rows_back(hat_home: Path) -
         row_detail(data.rows[1])
 
 
+def test_every_turn_card_fits_a_narrow_trace_pane(qapp) -> None:  # type: ignore[no-untyped-def]
+    """A hook's name and event, a skill's description and a tool's error give way (wrap or
+    elide) in the Evaluate page's trace pane: a head as wide as its texts made the cards wider
+    than the pane, their right side (the turn number) cut off."""
+    from studio import theme
+    from studio.logic.data_turns import TurnItem
+    from studio.pages.data_conversation import ConversationView
+
+    theme.apply(qapp, "light")
+    items = [
+        TurnItem("viewer", "Viewer", "will #54 cure my acne?"),
+        TurnItem("skill", "after-sales", "Returns, exchanges and warranty questions " * 3, turn=1),
+        TurnItem(
+            "tool",
+            "load_skill",
+            'name="safety-refusal"',
+            result="unknown tool 'load_skill'; available tools: " + ", ".join(["get_x"] * 12),
+            ok=False,
+            turn=1,
+        ),
+        TurnItem(
+            "hook",
+            "require-reply-skill-before-any-answer · block",
+            "Load a skill first.",
+            ok=False,
+            turn=2,
+            meta="before_reply",
+        ),
+        TurnItem("reply", "Reply", "It is not a medicine; see a dermatologist.", turn=3),
+    ]
+    view = ConversationView()
+    view.resize(260, 700)
+    view.show()
+    view.set_items(items)
+    spin(50)
+    room = view.viewport().width()
+    assert view.body.minimumSizeHint().width() <= room
+    for card in view.cards:
+        assert card.geometry().right() < room, card.item.kind
+    view.close()
+
+
 def test_turns_from_native_messages_pair_calls_with_results() -> None:
     messages = [
         {"role": "system", "content": "sys"},

@@ -708,3 +708,18 @@ def test_the_rendered_prompt_steps_aside_in_a_narrow_editor(qapp, hat_home: Path
         assert ed.show_rendered.isChecked()  # chosen by the user: the width no longer decides
     finally:
         shut(win)
+
+
+def test_the_ui_font_is_the_bundled_inter_in_every_weight(qapp) -> None:  # type: ignore[no-untyped-def]
+    """The layout is drawn for Inter's widths; it ships with the studio, so a machine without
+    it (a bare Linux falls back to the wider DejaVu Sans) draws the same layout, and the
+    weights the stylesheet asks for (400 to 700) come from real faces, not synthesised bold."""
+    from PySide6.QtGui import QFont, QFontDatabase, QFontInfo
+
+    theme.apply(qapp, "light")
+    assert QFontInfo(qapp.font()).family() == "Inter"
+    styles = set(QFontDatabase.styles("Inter"))
+    assert {"Regular", "Medium", "Semi Bold", "Bold"} <= styles, styles
+    bold = theme.ui_font()
+    bold.setWeight(QFont.Weight.Bold)
+    assert QFontInfo(bold).bold() and QFontInfo(bold).family() == "Inter"

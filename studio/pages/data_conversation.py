@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from studio import theme
 from studio.logic.data_turns import TurnItem
-from studio.widgets.common import clear_layout, label
+from studio.widgets.common import ElidedLabel, clear_layout, label
 
 ICONS = {
     "viewer": ("chat", "accent-text"),
@@ -111,11 +111,13 @@ class TurnCard(QFrame):
         icon = QLabel()
         icon.setPixmap(theme.pixmap(icon_name, 15, role))
         head.addWidget(icon, 0, Qt.AlignmentFlag.AlignTop)
+        # Every head has one part that gives way (wraps or elides) in a narrow pane: a head
+        # as wide as its texts made the card wider than the trace pane, its right side cut.
         if item.kind == "skill":
             head.addWidget(label("Loaded skill", "TurnMeta"))
             head.addWidget(label(item.title, "TurnMono"))
-            if item.body:
-                head.addWidget(label(f"· {item.body.splitlines()[0][:80]}", "TurnMeta"))
+            first = item.body.splitlines()[0] if item.body else ""
+            head.addWidget(ElidedLabel(f"· {first}" if first else "", "TurnMeta"), 1)
         elif item.kind == "tool":
             # name and arguments in one wrapping label: it fits a narrow pane
             call = label("", "TurnCall", wrap=True)
@@ -131,10 +133,9 @@ class TurnCard(QFrame):
             head.addWidget(call, 1)
         elif item.kind == "viewer":
             head.addWidget(label("Viewer", "TurnMeta"))
-        else:
-            head.addWidget(label(item.title, "TurnTitle"))
-        if item.kind not in ("tool",):
             head.addStretch(1)
+        else:
+            head.addWidget(label(breakable(item.title), "TurnTitle", wrap=True), 1)
         meta = " · ".join(
             x
             for x in (

@@ -315,7 +315,7 @@ class ResultsView(QWidget):
         vsplit.setSizes([450, 300])
         rl.addWidget(vsplit, 1)
         split.addWidget(right)
-        split.setSizes([250, 990])
+        split.setSizes([266, 974])
         split.setStretchFactor(1, 1)
         lay.addWidget(split)
 
