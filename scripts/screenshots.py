@@ -264,22 +264,16 @@ def main() -> int:
 def evaluate_screens(win, wait, idle, grab) -> None:  # type: ignore[no-untyped-def]
     """Evaluate's three tabs: a finished oracle run, the impact gate of a tool rename with its
     first broken task open, and the results of the fixed oracle on all three suites."""
+    from core.hsa.text import Renames, apply_renames
+
     store = win.ctx.store
     name = win.ctx.session.doc.harness.name
     deployed = store.labels(name).get("production") or store.info("head", name).id
-    base = store.load("head", name)
-    tools = [
-        t.model_copy(update={"name": "product_details"}) if t.name == "get_product_by_link" else t
-        for t in base.tools
-    ]
-    skills = [
-        s.model_copy(update={"body": s.body.replace("get_product_by_link", "product_details")})
-        for s in base.skills
-    ]
-    store.commit(
-        base.model_copy(update={"tools": tools, "skills": skills}),
-        "Rename get_product_by_link to product_details",
+    # the rename HSA applies, references in skills and prompt included
+    renamed = apply_renames(
+        store.load("head", name), Renames(tools={"get_product_by_link": "product_details"})
     )
+    store.commit(renamed, "Rename get_product_by_link to product_details")
     win.ctx.versionsChanged.emit()
     win.show_page("evaluate")
     page = win.page("evaluate")
