@@ -114,7 +114,13 @@ def _smoke(app: Any, window: Any, timeout_s: float = 120.0) -> list[int]:
         result[0] = code
         app.quit()
 
-    window.ctx.opened.connect(lambda: finish(0, "shown, workspace opened"))
+    def opened() -> None:
+        from PySide6.QtGui import QFontInfo
+
+        # the font says whether a bundle carries resources/studio/fonts
+        finish(0, f"shown, workspace opened, font {QFontInfo(app.font()).family()}")
+
+    window.ctx.opened.connect(opened)
     window.ctx.openFailed.connect(lambda message: finish(1, f"workspace failed: {message}"))
     QTimer.singleShot(int(timeout_s * 1000), lambda: finish(3, "timed out"))
     return result

@@ -186,6 +186,7 @@ def test_built_app_opens_its_window_offscreen(bundle: Path, tmp_path: Path) -> N
     seconds = time.monotonic() - started
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     assert "smoke: 'HAT Studio' shown, workspace opened" in done.stdout
+    assert "font Inter" in done.stdout  # the bundled UI font travelled with the bundle
     # The workspace opened from the bundle: alembic migrated a new database to head.
     assert schema_state(home / "hat.db").at_head
     files = [p for p in bundle.rglob("*") if p.is_file() and not p.is_symlink()]
