@@ -205,13 +205,17 @@ def main() -> int:
 
     both("variants", variants)
 
+    # ---- data: the tasks with the oracle's graded play, an oracle generation under HSA
+    # variants, and a row it wrote
+    data_screens(win, wait, idle, grab)
+
     # ---- evaluate: runs of the simulator's oracle (instant and deterministic), and the oracle
     # fixed on the deployed version's names — the stand-in for a fine-tune on that harness —
     # against a tool rename, so the impact gate and the results have something to show
     evaluate_screens(win, wait, idle, grab)
 
-    # The Data, Train, Chat and Runs screens are captured with real runs, data and a served
-    # model by their GUI tests (HAT_SCREENSHOTS, HAT_CHAT_SCREENSHOTS), not on this workspace.
+    # The Train, Chat and Runs screens are captured with real training runs and a served model
+    # by their GUI tests (HAT_SCREENSHOTS, HAT_CHAT_SCREENSHOTS), not on this workspace.
 
     # ---- import with errors (the problems dialog)
     from core.harness import HarnessError, import_folder
@@ -259,6 +263,43 @@ def main() -> int:
     QApplication.processEvents()
     print(f"{len(shots)} screenshots in {out}")
     return 0
+
+
+def data_screens(win, wait, idle, grab) -> None:  # type: ignore[no-untyped-def]
+    """Data's three tabs with the oracle as the teacher (instant and deterministic)."""
+    win.show_page("data")
+    page = win.page("data")
+    idle()
+    page.generate_button.click()
+    gen = page.generate
+    gen.source.setCurrentIndex(gen.source.findData("train"))
+    gen.per_category.setValue(2)
+    gen.variants.setValue(2)
+    gen.sampler.setCurrentIndex(gen.sampler.findData("hsa"))
+    gen.out_name.setText("sft-oracle")
+    gen.start_button.click()
+    wait(lambda: gen.result is not None, timeout=300)
+    grab("data-generate")
+
+    gen.open_button.click()
+    rows = page.trajectories
+    wait(lambda: rows.dataset is not None)
+    idle()
+    rows.variant.set_value("variants", emit=True)
+    idle()
+    rows.table.select_where(lambda r: r.category == "coupon")
+    idle()
+    grab("data-trajectory")
+
+    page.show_tab("tasks")
+    tasks = page.tasks
+    tasks.source.setCurrentIndex(tasks.source.findData("dev"))
+    idle()
+    tasks.category.setCurrentIndex(tasks.category.findData("multi_intent"))
+    idle()
+    tasks.table.select_row(1)
+    idle()
+    grab("data-tasks")
 
 
 def evaluate_screens(win, wait, idle, grab) -> None:  # type: ignore[no-untyped-def]

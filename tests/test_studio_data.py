@@ -109,6 +109,9 @@ def test_oracle_generation_job_with_progress_then_rows_with_grades_and_provenanc
     lines = out.read_text(encoding="utf-8").splitlines()
     assert len(lines) == result.progress.written == 24
     assert gen.stat_labels["written"].text() == "24"
+    # a finished job has nothing left; its sub-second run reads in seconds, not 0:00:00
+    assert gen.stat_labels["left"].text() == "–"
+    assert gen.stat_labels["elapsed"].text().endswith(" s")
 
     # open the rows: table, filters and the detail of a row made under an HSA variant
     gen.open_button.click()
@@ -275,6 +278,29 @@ def test_dataset_reading_reports_bad_lines_and_reads_rows_back(hat_home: Path) -
     out.write_text("", encoding="utf-8")
     with pytest.raises((ValueError, json.JSONDecodeError)):
         row_detail(data.rows[1])
+
+
+def test_facts_line_up_after_a_shorter_list(qapp) -> None:  # type: ignore[no-untyped-def]
+    """A task's facts after a row's shorter ones: the blank stretch stays below the last
+    fact (it stretched the row where the shorter list ended, whose value then floated
+    under its name)."""
+    from studio.pages.data_widgets import FactsGrid
+
+    grid = FactsGrid()
+    grid.resize(320, 600)
+    grid.show()
+    grid.set_facts([("Split", "dev"), ("Category", "coupon")])
+    long = [(f"Fact {i}", "a value " * (i + 1)) for i in range(6)]
+    grid.set_facts(long)
+    spin(50)
+    layout = grid.grid
+    assert [layout.rowStretch(r) for r in range(len(long) + 1)] == [0] * len(long) + [1]
+    for row in range(len(long)):
+        key = layout.itemAtPosition(row, 0).widget()
+        value = layout.itemAtPosition(row, 1).widget()
+        assert key.geometry().top() == value.geometry().top()
+        assert value.geometry().height() <= value.heightForWidth(value.width()) + 2
+    grid.close()
 
 
 def test_every_turn_card_fits_a_narrow_trace_pane(qapp) -> None:  # type: ignore[no-untyped-def]

@@ -349,7 +349,7 @@ class GenerateView(JobView):
         s["rejected"].setText(str(p.rejected))
         s["rate"].setText(f"{p.rows_per_s:.1f}" if p.done else "–")
         s["elapsed"].setText(format_duration(p.elapsed_s) if p.done else "–")
-        s["left"].setText(format_duration(p.remaining_s) if p.done else "–")
+        s["left"].setText(format_duration(p.remaining_s) if 0 < p.done < p.total else "–")
         clear_layout(self.reasons)
         for kind, n in sorted(p.reasons.items(), key=lambda kv: -kv[1]):
             self.reasons.addWidget(chip(f"{kind} · {n}", "removed"))

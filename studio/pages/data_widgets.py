@@ -108,10 +108,15 @@ class FactsGrid(QWidget):
                 w.setParent(None)
                 w.deleteLater()
         self.values = dict(facts)
+        # the stretch row of a shorter list before would stretch a fact's row now
+        for row in range(self.grid.rowCount()):
+            self.grid.setRowStretch(row, 0)
+        top_left = Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft
         for row, (name, value) in enumerate(facts):
             key = label(name, "FieldLabel")
-            key.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+            key.setAlignment(top_left)
             val = label(value, "", wrap=True)
+            val.setAlignment(top_left)
             val.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             self.grid.addWidget(key, row, 0)
             self.grid.addWidget(val, row, 1)
