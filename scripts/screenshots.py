@@ -1,10 +1,12 @@
-"""Capture a PNG of every studio screen into docs/screenshots/ (offscreen, no display needed).
+"""Capture PNGs of the studio's screens into docs/screenshots/ (offscreen, no display needed).
 
     python scripts/screenshots.py [--out docs/screenshots] [--width 1440 --height 900]
 
 Runs the real application on a fresh temporary workspace (the demo harness), drives it the way
-a user would (edits, saves, label moves, a hook test, a variant), and grabs the window with
-`QWidget.grab()`. The main screens are captured in both themes.
+a user would (edits, saves, label moves, a hook test, a variant, an oracle data generation,
+oracle evaluations and an impact gate), and grabs the window with `QWidget.grab()`. The
+editing screens are captured in both themes. Train, Chat and Runs need training runs and a
+served model: their GUI tests capture them (HAT_SCREENSHOTS, HAT_CHAT_SCREENSHOTS).
 """
 
 from __future__ import annotations
@@ -214,9 +216,6 @@ def main() -> int:
     # against a tool rename, so the impact gate and the results have something to show
     evaluate_screens(win, wait, idle, grab)
 
-    # The Train, Chat and Runs screens are captured with real training runs and a served model
-    # by their GUI tests (HAT_SCREENSHOTS, HAT_CHAT_SCREENSHOTS), not on this workspace.
-
     # ---- import with errors (the problems dialog)
     from core.harness import HarnessError, import_folder
     from studio.dialogs import ProblemsDialog
@@ -310,7 +309,7 @@ def evaluate_screens(win, wait, idle, grab) -> None:  # type: ignore[no-untyped-
     store = win.ctx.store
     name = win.ctx.session.doc.harness.name
     deployed = store.labels(name).get("production") or store.info("head", name).id
-    # the rename HSA applies, references in skills and prompt included
+    # the rename HSA applies: references in skills, hooks and the prompt follow
     renamed = apply_renames(
         store.load("head", name), Renames(tools={"get_product_by_link": "product_details"})
     )

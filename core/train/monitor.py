@@ -473,8 +473,8 @@ def run_row(run: RunRecord, now: datetime | None = None) -> RunRow:
 
 
 def format_duration(seconds: float | None) -> str:
-    """ "0.4 s" and "12 s" under a minute, 0:04:05 from a minute on, "—" when unknown: a job
-    of the oracle ends in well under a second, and "0:00:00" said nothing about it."""
+    """Seconds under a minute (0.4 s, 12 s), 0:04:05 from a minute on, "—" when unknown: a
+    job of the oracle ends in well under a second, and 0:00:00 said nothing about it."""
     if seconds is None:
         return "—"
     seconds = max(0.0, seconds)
