@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -429,6 +430,9 @@ def test_launch_watch_stop_resume_and_reattach_after_a_kill(
     wait_until(lambda: chart.point_count("loss") > stopped_at, timeout=900)
     assert list(curve.xData) == list(range(1, stopped_at + 2))
     assert monitor.entry().run.status == "running"
+    # time so far and, once a step has a pace, the estimate left: "7.1 s training · 7.1 s left"
+    clock = r"(\d+\.\d s|\d+ s|\d+:\d\d:\d\d)"
+    assert re.fullmatch(f"{clock} training( · {clock} left)?", monitor.time_label.text())
     _grab(win, "train-monitor-live")
 
     # the studio closes; the child is killed while nobody watches; the studio reopens

@@ -606,3 +606,25 @@ def test_a_failed_runs_reason_leaves_python_warnings_out(tmp_path: Path) -> None
                        stderr=subprocess.STDOUT, check=True)  # fmt: skip
     assert "FutureWarning" in (tmp_path / LOG_FILE).read_text()
     assert log_tail(tmp_path).splitlines() == ["step 2 done", "step 3 done"]
+
+
+def test_a_killed_runs_reason_leaves_progress_bars_and_metric_lines_out(tmp_path: Path) -> None:
+    """A run killed while nobody watched has no traceback; its reason quoted the last lines
+    of the log, which were tqdm bars and the trainer's printed loss dicts (the charts show
+    those). The reason keeps what the child said besides them; the log file keeps it all."""
+    from core.train.runs import LOG_FILE, log_tail
+
+    script = (
+        "import sys, time; from tqdm import tqdm\n"
+        "print('Loading the model from /models/demo')\n"
+        "for _ in tqdm(range(3), desc='Loading weights', mininterval=0): time.sleep(0.01)\n"
+        "print({'loss': '0.1236', 'grad_norm': '0.5375', 'epoch': '0.75'})\n"
+        "print({'train/reward': '0.5', 'eval_loss': '0.2'})\n"
+        "for _ in tqdm(range(2), desc='Truncating train dataset', mininterval=0): pass\n"
+    )
+    with (tmp_path / LOG_FILE).open("wb") as log:  # the child's real output, as runs log it
+        subprocess.run([sys.executable, "-u", "-c", script], cwd=tmp_path, stdout=log,
+                       stderr=subprocess.STDOUT, check=True)  # fmt: skip
+    text = (tmp_path / LOG_FILE).read_text()
+    assert "100%|" in text and "'loss'" in text
+    assert log_tail(tmp_path).splitlines() == ["Loading the model from /models/demo"]

@@ -449,12 +449,18 @@ def describe_exit(code: int | None) -> str:
 _WARNING_RE = re.compile(r"^\S.*\.py:\d+: \w*Warning: ")
 """A Python warning's first line ("path.py:12: FutureWarning: ..."); its source line follows,
 indented."""
+_PROGRESS_RE = re.compile(r"\d+%\|.*\| *\d+/\d+ \[")
+"""A tqdm bar ("Loading weights: 100%|███| 272/272 [00:00<00:00, ...]"); its updates are
+separated by carriage returns, so each is a line of its own here."""
+_METRICS_RE = re.compile(r"^\{'[\w/.-]+': .*\}$")
+"""The trainer's printed logs ("{'loss': '0.12', 'grad_norm': ...}")."""
 
 
 def log_tail(run_dir: Path, lines: int = 15) -> str:
-    """The child log's last lines for a failed run's reason, without Python warnings: a
-    library's FutureWarning just before the end reads as the cause of the failure (the log
-    file keeps them)."""
+    """The child log's last lines for a failed run's reason, without Python warnings, progress
+    bars or the trainer's metric lines: a library's FutureWarning just before the end read as
+    the cause of the failure, and a killed run's reason was its last loss dicts and "100%|███"
+    bars, which the charts already show (the log file keeps them all)."""
     try:
         data = (run_dir / LOG_FILE).read_bytes()[-20000:].decode("utf-8", errors="replace")
     except OSError:
@@ -463,7 +469,8 @@ def log_tail(run_dir: Path, lines: int = 15) -> str:
     in_warning = False
     for line in data.strip().splitlines():
         in_warning = bool(_WARNING_RE.match(line)) or (in_warning and line[:1].isspace())
-        if not in_warning:
+        noise = not line.strip() or _PROGRESS_RE.search(line) or _METRICS_RE.match(line)
+        if not (in_warning or noise):
             kept.append(line)
     return "\n".join(kept[-lines:])
 

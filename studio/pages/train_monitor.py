@@ -1,7 +1,7 @@
 """The live monitor of one training run (used by the Train and Runs pages).
 
 Top: the run, its stage and status, Stop (save) / Cancel / Resume / Restart. Then progress:
-phase, step / total, elapsed < remaining, tokens/s, GPU memory per device when the child
+phase, step / total, time training and left, tokens/s, GPU memory per device when the child
 reports it. Charts of loss, learning rate, grad norm, reward components and completion length
 (one curve per series, updated in place). Tabs: the log tail, the run's frozen config (from
 the store, never the Train form), details (command, provenance, outputs).
@@ -428,7 +428,7 @@ class RunMonitor(QWidget):
             return
         text = f"{_clock(elapsed)} training"
         if remaining is not None and not entry.run.finished:
-            text = f"{_clock(elapsed)} < {_clock(remaining)} remaining"
+            text += f" · {_clock(remaining)} left"
         elif entry.run.finished:
             from core.train.monitor import duration_s  # the runs list's Duration
 
