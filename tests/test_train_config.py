@@ -590,6 +590,15 @@ def test_any_config_file_gives_a_config_or_a_config_error(
         assert isinstance(config, SftConfig)
 
 
+def write_child_log(run_dir: Path, script: str) -> None:
+    """A child's real output in the run's log file, stdout and stderr together, as runs log it."""
+    from core.train.runs import LOG_FILE
+
+    with (run_dir / LOG_FILE).open("wb") as log:
+        subprocess.run([sys.executable, "-u", "-c", script], cwd=run_dir, stdout=log,
+                       stderr=subprocess.STDOUT, check=True)  # fmt: skip
+
+
 def test_a_failed_runs_reason_leaves_python_warnings_out(tmp_path: Path) -> None:
     """A failed run's reason quotes the log's last lines; a library's FutureWarning there
     (TRL reading a deprecated transformers property) read as the cause of the failure. The
@@ -601,9 +610,7 @@ def test_a_failed_runs_reason_leaves_python_warnings_out(tmp_path: Path) -> None
         " FutureWarning\n    )\n"
     )
     script = "import lib; print('step 2 done'); lib.old(); print('step 3 done')"
-    with (tmp_path / LOG_FILE).open("wb") as log:  # the child's real output, as runs log it
-        subprocess.run([sys.executable, "-u", "-c", script], cwd=tmp_path, stdout=log,
-                       stderr=subprocess.STDOUT, check=True)  # fmt: skip
+    write_child_log(tmp_path, script)
     assert "FutureWarning" in (tmp_path / LOG_FILE).read_text()
     assert log_tail(tmp_path).splitlines() == ["step 2 done", "step 3 done"]
 
@@ -622,9 +629,7 @@ def test_a_killed_runs_reason_leaves_progress_bars_and_metric_lines_out(tmp_path
         "print({'train/reward': '0.5', 'eval_loss': '0.2'})\n"
         "for _ in tqdm(range(2), desc='Truncating train dataset', mininterval=0): pass\n"
     )
-    with (tmp_path / LOG_FILE).open("wb") as log:  # the child's real output, as runs log it
-        subprocess.run([sys.executable, "-u", "-c", script], cwd=tmp_path, stdout=log,
-                       stderr=subprocess.STDOUT, check=True)  # fmt: skip
+    write_child_log(tmp_path, script)
     text = (tmp_path / LOG_FILE).read_text()
     assert "100%|" in text and "'loss'" in text
     assert log_tail(tmp_path).splitlines() == ["Loading the model from /models/demo"]
