@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from core.eval.results import EvalResult, ResultStatus, Suite
@@ -233,6 +233,7 @@ def test_variant_distribution():
 
 
 @given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3), scores), min_size=1, max_size=30))
+@example([(t, 0, 0.3813726374131451) for t in range(3)])  # np.mean put it an ulp below worst
 @settings(max_examples=50)
 def test_variant_distribution_orders_its_numbers(items: list[tuple[int, int, float]]):
     rows = [row(f"t{t}", s, suite=Suite.HV_QA, seed=v) for t, v, s in items]

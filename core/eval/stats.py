@@ -15,6 +15,7 @@ Conventions:
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
@@ -253,7 +254,8 @@ def variant_distribution(results: Iterable[EvalResult]) -> VariantDistribution |
         mean=float(values.mean()),
         p5=float(np.percentile(values, 5)),
         worst=float(values.min()),
-        worst_per_task=float(np.mean([min(v) for v in per_task.values()])),
+        # exact (rational) mean: a float sum put it an ulp below `worst` when all were equal
+        worst_per_task=float(statistics.mean(min(v) for v in per_task.values())),
         scores=[float(v) for v in values],
     )
 
