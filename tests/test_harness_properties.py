@@ -31,6 +31,7 @@ from core.harness.models import (
     Skill,
     SkillKind,
     Tool,
+    display_name_problem,
 )
 
 # ----------------------------------------------------------------------------- text strategies
@@ -118,6 +119,8 @@ free_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
 special = st.sampled_from(YAML_SPECIAL)
 multi_line = st.lists(st.one_of(free_text, special), min_size=2, max_size=5).map("\n".join)
 texts = st.one_of(special, free_text, multi_line)
+# harness names are one line of text (core.harness.models.display_name_problem)
+harness_names = texts.filter(lambda t: display_name_problem(t) is None)
 nonblank = texts.filter(lambda t: bool(t.strip()) and len(t) <= 1024)
 
 LOWER = string.ascii_lowercase + string.digits
@@ -295,7 +298,7 @@ def harnesses(draw: st.DrawFn) -> Harness:
         )
     sections = draw(st.permutations(sections))
     return Harness(
-        name=draw(texts),
+        name=draw(harness_names),
         description=draw(texts),
         settings=Settings(
             max_turns=draw(st.integers(1, 64)),

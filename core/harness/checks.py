@@ -5,7 +5,15 @@ from __future__ import annotations
 from string import Template
 
 from core.harness.errors import Problem
-from core.harness.models import Harness, HookEvent, HookKind, SectionKind, SkillKind
+from core.harness.models import (
+    Harness,
+    HookEvent,
+    HookKind,
+    SectionKind,
+    SkillKind,
+    matcher_matches,
+)
+from core.harness.patterns import PatternTimeout
 
 
 def template_variables(template: str) -> set[str]:
@@ -87,8 +95,14 @@ def cross_check(harness: Harness) -> list[Problem]:
         )
     tool_names = [t.name for t in harness.tools]
     for hook in harness.hooks:
+        if hook.matcher != "*":
+            try:
+                matched = [n for n in tool_names if matcher_matches(hook.matcher, n)]
+            except PatternTimeout as exc:
+                problems.append(Problem(hook_file(hook.name), "matcher", str(exc)))
+                continue
         tool_event = hook.event in (HookEvent.BEFORE_TOOL, HookEvent.AFTER_TOOL)
-        if tool_event and hook.matcher != "*" and not any(hook.matches(n) for n in tool_names):
+        if tool_event and hook.matcher != "*" and not matched:
             problems.append(
                 Problem(
                     hook_file(hook.name),

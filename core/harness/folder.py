@@ -14,8 +14,12 @@ escapes (tests/test_harness_properties.py fuzzes this).
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
+import math
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -230,23 +234,194 @@ def folder_files(harness: Harness) -> dict[str, str]:
     return files
 
 
+_EXPORT_SHAPES = (
+    re.compile(r"prompt/[^/]+\.md"),
+    re.compile(r"skills/[^/]+/SKILL\.md"),
+    re.compile(r"tools/[^/]+\.json"),
+    re.compile(r"hooks/[^/]+\.(?:yaml|py)"),
+)
+_COMPONENT_DIRS = ("prompt", "skills", "tools", "hooks")
+
+
+def _exported_shape(rel: str) -> bool:
+    """Whether `rel` is a path export writes (and so may delete when it is stale)."""
+    return rel == HARNESS_FILE or any(p.fullmatch(rel) for p in _EXPORT_SHAPES)
+
+
+def _kind_of(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device file"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a regular file"
+
+
+def _link_note(path: Path) -> str:
+    try:
+        return f" (to {os.readlink(path)})"
+    except OSError:
+        return ""
+
+
+def _export_plan(path: Path, files: dict[str, str]) -> tuple[list[str], list[Problem]]:
+    """(stale files export may delete, problems that forbid writing into `path`).
+
+    Export writes into an empty (or missing) folder, or into one that holds an exported
+    harness: harness.yaml and, under prompt/, skills/, tools/ and hooks/, only files of the
+    shapes export writes. It never follows a link and never deletes a file it did not write,
+    so anything else there is a problem naming the path, and nothing is written.
+    """
+    where = str(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return [], []
+    except OSError as exc:
+        return [], [Problem(where, "", f"cannot read: {exc.strerror or exc}")]
+    if stat.S_ISLNK(st.st_mode):
+        msg = f"is a symbolic link{_link_note(path)}; export writes only into a real folder"
+        return [], [Problem(where, "", msg)]
+    if not stat.S_ISDIR(st.st_mode):
+        return [], [Problem(where, "", f"exists and is {_kind_of(st.st_mode)}, not a folder")]
+    try:
+        entries = [e for e in os.listdir(path) if not e.startswith(".")]
+    except OSError as exc:
+        return [], [Problem(where, "", f"cannot read: {exc.strerror or exc}")]
+    if not entries:
+        return [], []
+    problems: list[Problem] = []
+    manifest = path / HARNESS_FILE
+    try:
+        mst = os.lstat(manifest)
+    except FileNotFoundError:
+        msg = (
+            f"is not empty and holds no {HARNESS_FILE}: export writes only into an empty folder "
+            "or one holding an exported harness (nothing was written)"
+        )
+        return [], [Problem(where, "", msg)]
+    if not stat.S_ISREG(mst.st_mode):
+        note = _link_note(manifest) if stat.S_ISLNK(mst.st_mode) else ""
+        problems.append(
+            Problem(
+                str(manifest), "", f"is {_kind_of(mst.st_mode)}{note}; export will not replace it"
+            )
+        )
+    stale: list[str] = []
+    for top in _COMPONENT_DIRS:
+        stack = [top]
+        while stack:
+            rel = stack.pop()
+            full = path / rel
+            try:
+                st = os.lstat(full)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                problems.append(Problem(str(full), "", f"cannot read: {exc.strerror or exc}"))
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                try:
+                    names = sorted(os.listdir(full))
+                except OSError as exc:
+                    problems.append(Problem(str(full), "", f"cannot read: {exc.strerror or exc}"))
+                    continue
+                stack.extend(f"{rel}/{n}" for n in names if not n.startswith("."))
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                note = _link_note(full) if stat.S_ISLNK(st.st_mode) else ""
+                problems.append(
+                    Problem(
+                        str(full),
+                        "",
+                        f"is {_kind_of(st.st_mode)}{note}; export never writes through or "
+                        "deletes it: move it away first",
+                    )
+                )
+            elif not _exported_shape(rel):
+                problems.append(
+                    Problem(
+                        str(full),
+                        "",
+                        "export did not write this file and will not delete it: move it out of "
+                        f"{top}/ first",
+                    )
+                )
+            elif rel not in files:
+                stale.append(rel)
+    for rel in files:  # a folder where a file goes (tools/x.json/) cannot be replaced safely
+        full = path / rel
+        if full.is_dir() and not full.is_symlink():
+            problems.append(Problem(str(full), "", "is a folder where export writes a file"))
+    return stale, problems
+
+
+def _write_new(target: Path, data: bytes) -> None:
+    """Write `data` to `target` through a temporary sibling: never through a link, never half."""
+    tmp = target.with_name(f".{target.name}.hat-export")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = os.open(tmp, flags, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.replace(tmp, target)  # replaces a name, never what a link points at
+
+
+def _make_dirs(root: Path, rel_dir: str) -> None:
+    current = root
+    for part in rel_dir.split("/"):
+        current = current / part
+        try:
+            os.mkdir(current)
+        except FileExistsError:
+            if current.is_symlink() or not current.is_dir():
+                raise HarnessError(
+                    [Problem(str(current), "", "is not a real folder; export will not use it")]
+                ) from None
+
+
 def export_folder(harness: Harness, path: Path) -> None:
-    """Write the canonical folder; stale component files from an earlier export are removed."""
-    path.mkdir(parents=True, exist_ok=True)
+    """Write the canonical folder into `path` (missing, empty, or an earlier export).
+
+    Stale component files of an earlier export are removed. Anything export did not write
+    (other files under the component folders, links, FIFOs) makes it refuse with a
+    HarnessError naming the path, before anything is written or deleted.
+    """
+    path = Path(path)
     files = folder_files(harness)
-    for sub in ("prompt", "skills", "tools", "hooks"):
-        root = path / sub
-        if root.exists():
-            for old in sorted(root.rglob("*"), reverse=True):
-                rel = old.relative_to(path).as_posix()
-                if old.is_file() and rel not in files:
-                    old.unlink()
-                elif old.is_dir() and not any(old.iterdir()):
-                    old.rmdir()
-    for rel, text in files.items():
-        target = path / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(text.encode("utf-8"))
+    stale, problems = _export_plan(path, files)
+    if problems:
+        raise HarnessError(problems)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        for rel, text in files.items():
+            parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
+            if parent:
+                _make_dirs(path, parent)
+            _write_new(path / rel, text.encode("utf-8"))
+        for rel in stale:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path / rel)
+        for top in _COMPONENT_DIRS:
+            root = path / top
+            if root.is_dir() and not root.is_symlink():
+                for folder in sorted((p for p in root.rglob("*") if p.is_dir()), reverse=True):
+                    if not folder.is_symlink() and not any(folder.iterdir()):
+                        folder.rmdir()
+    except OSError as exc:
+        where = str(exc.filename) if exc.filename else str(path)
+        raise HarnessError([Problem(where, "", f"cannot write: {exc.strerror or exc}")]) from None
 
 
 # ----------------------------------------------------------------------------- import
@@ -255,6 +430,10 @@ _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _FRONT_OPEN_RE = re.compile(r"---[ \t]*\r?\n")
 _FRONT_CLOSE_RE = re.compile(r"^---[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
 _FAILED = object()
+MAX_DEPTH = 64
+"""How deep the data of one harness file may nest (mappings and lists)."""
+MAX_VALUES = 200_000
+"""How many values one harness file may hold once YAML aliases are expanded."""
 
 
 def _allowed(keys: tuple[str, ...]) -> str:
@@ -285,6 +464,49 @@ def _non_text_path(data: Any) -> str | None:
                     return sub
                 stack.append((sub, item))
     return None
+
+
+def data_shape_problem(data: Any) -> tuple[str, str] | None:
+    """(dotted field, message) of the first place where `data` is nested deeper than
+    MAX_DEPTH, expands (through YAML aliases) past MAX_VALUES values, or holds a float that is
+    not finite; None when it is fine. Shared sub-trees are visited once per depth, so an alias
+    bomb is measured without being expanded."""
+    memo: dict[tuple[int, int], int] = {}
+
+    def walk(value: Any, path: str, depth: int) -> int:
+        if depth > MAX_DEPTH:
+            raise _ShapeError(path, f"nested more than {MAX_DEPTH} levels deep")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise _ShapeError(path, f"{value} is not a finite number")
+        if not isinstance(value, dict | list):
+            return 1
+        key = (id(value), depth)
+        if key in memo:
+            return memo[key]
+        total = 1
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for name, item in items:
+            total += walk(item, f"{path}.{name}" if path else str(name), depth + 1)
+            if total > MAX_VALUES:
+                raise _ShapeError(
+                    path,
+                    f"expands to more than {MAX_VALUES:,} values (YAML aliases that repeat data?)",
+                )
+        memo[key] = total
+        return total
+
+    try:
+        walk(data, "", 0)
+    except _ShapeError as exc:
+        return exc.field, exc.message
+    return None
+
+
+class _ShapeError(Exception):
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(message)
 
 
 class _Reader:
@@ -337,8 +559,11 @@ class _Reader:
             pos, problem = yaml_problem(exc, line_offset)
             self.add(rel, ", ".join(p for p in (where, pos) if p), f"malformed YAML: {problem}")
             return None
-        except (ValueError, RecursionError, OverflowError, MemoryError) as exc:
-            # int("9" * 5000) and deep nesting escape PyYAML's own error types
+        except RecursionError:
+            self.add(rel, where, f"malformed YAML: nested too deeply (the limit is {MAX_DEPTH})")
+            return None
+        except (ValueError, OverflowError, MemoryError) as exc:
+            # int("9" * 5000) escapes PyYAML's own error types
             self.add(rel, where, f"malformed YAML: {type(exc).__name__}: {exc}"[:300])
             return None
         if data is None:
@@ -350,9 +575,19 @@ class _Reader:
             if not isinstance(key, str):
                 self.add(rel, where, f"field names must be strings, got {key!r}")
                 return None
-        if not self.checked_text(rel, data):
+        if not self.checked_text(rel, data) or not self.checked_shape(rel, data, where):
             return None
         return data
+
+    def checked_shape(self, rel: str, data: Any, where: str = "") -> bool:
+        """Record a problem for data nested too deep, expanding too far (YAML aliases) or
+        holding a number that is not finite; such data cannot be stored, rendered or sent."""
+        found = data_shape_problem(data)
+        if found is None:
+            return True
+        field, message = found
+        self.add(rel, ".".join(p for p in (where, field) if p), message)
+        return False
 
     def json_value(self, rel: str, text: str) -> Any:
         """Parse strict JSON (no duplicate keys, no NaN); _FAILED after recording a problem."""
@@ -368,18 +603,29 @@ class _Reader:
         def constant(name: str) -> Any:
             raise ValueError(f"{name} is not valid JSON")
 
+        def number(literal: str) -> float:
+            value = float(literal)
+            if not math.isfinite(value):
+                raise ValueError(f"the number {literal[:40]} is out of range (not a finite float)")
+            return value
+
         try:
-            data = json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+            data = json.loads(
+                text, object_pairs_hook=pairs, parse_constant=constant, parse_float=number
+            )
         except json.JSONDecodeError as exc:
             self.add(rel, f"line {exc.lineno}, column {exc.colno}", f"malformed JSON: {exc.msg}")
             return _FAILED
         except _DuplicateKeyError as exc:
             self.add(rel, exc.key, "duplicate key in a JSON object")
             return _FAILED
-        except (ValueError, RecursionError, MemoryError) as exc:
+        except RecursionError:
+            self.add(rel, "", f"malformed JSON: nested too deeply (the limit is {MAX_DEPTH})")
+            return _FAILED
+        except (ValueError, MemoryError) as exc:
             self.add(rel, "", f"malformed JSON: {type(exc).__name__}: {exc}"[:300])
             return _FAILED
-        if not self.checked_text(rel, data):
+        if not self.checked_text(rel, data) or not self.checked_shape(rel, data):
             return _FAILED
         return data
 
@@ -707,28 +953,129 @@ def _unexpected_files(reader: _Reader, section_ids: set[str]) -> None:
         reader.add(rel, "", f"unexpected file: {msg}")
 
 
+def scan_folder(path: Path) -> tuple[dict[str, bytes], list[Problem]]:
+    """Every regular file of a harness folder as {relative posix path: bytes}, and a problem
+    for every entry that is not a regular file or folder (symbolic links, dangling or not,
+    FIFOs, sockets, device files) or cannot be read. Hidden entries (".git", ".DS_Store") are
+    neither read nor entered. No link is ever followed, so nothing outside the folder is read.
+    """
+    files: dict[str, bytes] = {}
+    problems: list[Problem] = []
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        folder = path / rel_dir if rel_dir else path
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            problems.append(Problem(rel_dir or str(path), "", f"cannot read: {exc.strerror}"))
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                if entry.is_symlink():
+                    note = _link_note(Path(entry.path))
+                    problems.append(
+                        Problem(
+                            rel,
+                            "",
+                            f"is a symbolic link{note}: a harness folder holds only regular "
+                            "files and folders (copy the file in instead)",
+                        )
+                    )
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append(rel)
+                elif entry.is_file(follow_symlinks=False):
+                    data = _read_regular(entry.path)
+                    if data is None:
+                        problems.append(Problem(rel, "", "changed into a non-regular file"))
+                    else:
+                        files[rel] = data
+                else:
+                    kind = _kind_of(entry.stat(follow_symlinks=False).st_mode)
+                    problems.append(
+                        Problem(rel, "", f"is {kind}: a harness folder holds only regular files")
+                    )
+            except OSError as exc:
+                problems.append(Problem(rel, "", f"cannot read: {exc.strerror or exc}"))
+    return dict(sorted(files.items())), sorted(problems, key=lambda p: p.file)
+
+
+def _read_regular(file: str) -> bytes | None:
+    """The bytes of a regular file, opened without following a link or blocking on a FIFO."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(file, flags)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None
+        return fh.read()
+
+
 def read_files(path: Path) -> dict[str, bytes]:
-    """Every file of a harness folder as {relative posix path: bytes} (hidden files skipped)."""
-    out = {}
-    for file in sorted(path.rglob("*")):
-        rel = file.relative_to(path).as_posix()
-        if file.is_file() and not any(part.startswith(".") for part in rel.split("/")):
-            out[rel] = file.read_bytes()
-    return out
+    """Every file of a harness folder as {relative posix path: bytes} (hidden files skipped).
+
+    Raise HarnessError naming every link, FIFO, device file or unreadable entry.
+    """
+    files, problems = scan_folder(Path(path))
+    if problems:
+        raise HarnessError(problems)
+    return files
 
 
 def import_folder(path: Path, *, trust_python_hooks: bool = False) -> Harness:
-    """Read and validate a harness folder; raise HarnessError listing every problem."""
+    """Read and validate a harness folder; raise HarnessError listing every problem.
+
+    The checks are exactly those `Store.commit` applies: the harness must also load back
+    equal from its own canonical files, so `hat harness validate` and `import` agree.
+    """
     path = Path(path)
     if not path.is_dir():
         raise HarnessError([Problem(str(path), "", "not a folder")])
+    files = read_files(path)
+    harness = harness_from_files(files, trust_python_hooks=trust_python_hooks, name=path.name)
+    problems = round_trip_problems(harness)
+    if problems:
+        raise HarnessError(problems)
+    return harness
+
+
+def _comparable(harness: Harness) -> dict[str, Any]:
+    data = harness.model_dump(mode="json")
+    for hook in data["hooks"]:
+        hook.pop("trusted", None)
+    return data
+
+
+def round_trip_problems(harness: Harness) -> list[Problem]:
+    """Problems that would stop the store from keeping `harness` exactly: its canonical files
+    must load back into an equal harness (the check `Store.commit` makes before storing)."""
     try:
-        files = read_files(path)
-    except OSError as exc:
-        raise HarnessError(
-            [Problem(str(exc.filename), "", f"cannot read: {exc.strerror}")]
-        ) from None
-    return harness_from_files(files, trust_python_hooks=trust_python_hooks, name=path.name)
+        texts = folder_files(harness)
+    except HarnessError as exc:
+        return exc.problems
+    try:
+        rebuilt = harness_from_files(
+            {p: t.encode("utf-8") for p, t in texts.items()},
+            trust_python_hooks=True,
+            name=harness.name,
+        )
+    except HarnessError as exc:
+        return [Problem(p.file, p.field, f"{p.message} (after export)") for p in exc.problems]
+    except (ValueError, TypeError, RecursionError) as exc:  # pragma: no cover - defensive
+        return [Problem(HARNESS_FILE, "", f"does not load back after export: {exc}"[:300])]
+    if _comparable(rebuilt) != _comparable(harness):
+        return [
+            Problem(
+                HARNESS_FILE,
+                "",
+                "the folder format cannot hold this harness exactly (it changes "
+                "on export and import)",
+            )
+        ]
+    return []
 
 
 def _read_prompt(reader: _Reader, data: Any) -> tuple[PromptPipeline | None, set[str]]:

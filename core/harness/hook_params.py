@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -19,11 +18,10 @@ DEFAULT_NUMBER_PATTERN = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 
 
 def _check_regexes(patterns: list[str]) -> list[str]:
+    from core.harness.patterns import check_pattern
+
     for pattern in patterns:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
+        check_pattern(pattern)
     return patterns
 
 

@@ -8,6 +8,7 @@ rule checked here holds everywhere.
 from __future__ import annotations
 
 import re
+import unicodedata
 from enum import StrEnum
 from functools import lru_cache
 from typing import Any
@@ -19,6 +20,25 @@ from core.harness.errors import FieldValueError
 SKILL_NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+
+
+MAX_HARNESS_NAME = 200
+# bidirectional overrides and isolates reorder what a terminal shows ("Trojan Source")
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def display_name_problem(value: str) -> str | None:
+    """Why `value` cannot be a name shown on one line (None when it can): names are printed
+    by every command and listed in the studio, so they hold no control characters, line
+    breaks or bidi overrides, are not blank and are at most MAX_HARNESS_NAME characters."""
+    if not value.strip():
+        return "must not be empty"
+    if len(value) > MAX_HARNESS_NAME:
+        return f"is {len(value)} characters long (at most {MAX_HARNESS_NAME})"
+    for ch in value:
+        if unicodedata.category(ch) in ("Cc", "Zl", "Zp", "Cs") or ch in _BIDI_CONTROLS:
+            return f"holds the control character U+{ord(ch):04X} (names are one line of text)"
+    return None
 
 
 class _Model(BaseModel):
@@ -188,21 +208,25 @@ LITERAL_ALTERNATION = re.compile(r"[A-Za-z0-9_-]+(?:\|[A-Za-z0-9_-]+)*")
 
 
 @lru_cache(maxsize=4096)
-def _compiled_matcher(pattern: str) -> frozenset[str] | re.Pattern[str]:
+def _compiled_matcher(pattern: str) -> frozenset[str] | None:
     if LITERAL_ALTERNATION.fullmatch(pattern):
         return frozenset(pattern.split("|"))
-    return re.compile(pattern)
+    return None
 
 
 def matcher_matches(pattern: str, tool_name: str) -> bool:
     """Whether a hook matcher (a regex over tool names, fully matched) matches `tool_name`.
     A matcher that lists names is a set lookup: HSA renames tools at random, so nearly
     every variant's matcher is a new string, and compiling each as a regex would cost far
-    more than the check (the `re` module's own cache holds only 512 patterns)."""
+    more than the check (the `re` module's own cache holds only 512 patterns). Any other
+    matcher runs with a time limit and raises `PatternTimeout` past it."""
     found = _compiled_matcher(pattern)
-    if isinstance(found, frozenset):
+    if found is not None:
         return tool_name in found
-    return found.fullmatch(tool_name) is not None
+    from core.harness.patterns import MATCHER_TIMEOUT_S, Deadline, TimedPattern
+
+    timed = TimedPattern(pattern, Deadline(MATCHER_TIMEOUT_S))
+    return timed.fullmatch(tool_name) is not None
 
 
 class Hook(_Model):
@@ -236,10 +260,12 @@ class Hook(_Model):
     @classmethod
     def _check_matcher(cls, value: str) -> str:
         if value != "*":
+            from core.harness.patterns import check_pattern
+
             try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"matcher {value!r} is not a valid regex: {exc}") from exc
+                check_pattern(value)
+            except ValueError as exc:
+                raise ValueError(str(exc).replace("pattern", "matcher", 1)) from None
         return value
 
     @model_validator(mode="after")
@@ -261,9 +287,16 @@ class Hook(_Model):
         return self
 
     def matches(self, tool_name: str | None) -> bool:
+        """Whether this hook applies to `tool_name`; a matcher that runs past its time limit
+        matches nothing (import reports it for the harness's own tool names)."""
         if self.matcher == "*" or tool_name is None:
             return True
-        return matcher_matches(self.matcher, tool_name)
+        from core.harness.patterns import PatternTimeout
+
+        try:
+            return matcher_matches(self.matcher, tool_name)
+        except PatternTimeout:
+            return False
 
 
 class PromptStyle(StrEnum):
@@ -354,6 +387,14 @@ class Harness(_Model):
     skills: list[Skill] = Field(default_factory=list)
     tools: list[Tool] = Field(default_factory=list)
     hooks: list[Hook] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        problem = display_name_problem(value)
+        if problem is not None:
+            raise ValueError(f"harness name {value!r} {problem}")
+        return value
 
     @model_validator(mode="after")
     def _check_unique(self) -> Harness:

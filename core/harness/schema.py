@@ -1,4 +1,19 @@
-"""JSON Schema checks for tool parameters (function-calling schemas are JSON Schema objects)."""
+"""JSON Schema checks for tool parameters (function-calling schemas are JSON Schema objects).
+
+A tool schema comes from a harness folder, so it is untrusted input:
+
+- references are local only: every ``$ref`` / ``$dynamicRef`` must be a fragment of the same
+  schema (``#/$defs/x``, ``#anchor``) that points at something; ``$id`` (which would move the
+  base URI elsewhere) is refused. Validators are built with an empty ``referencing`` registry,
+  so even a schema that skipped these checks can never make the product fetch a URL;
+- a reference cycle that never descends into the arguments (``{"$ref": "#"}``, two ``$defs``
+  that point at each other through ``allOf``) is refused: it would recurse forever;
+- nesting is bounded (``MAX_SCHEMA_DEPTH``) so neither the meta-schema check nor validation
+  can exhaust the stack.
+
+Every check raises ValueError with the JSON path of the offending keyword; `argument_errors`
+never raises (a schema that still fails to apply becomes one error line).
+"""
 
 from __future__ import annotations
 
@@ -8,40 +23,180 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from referencing import Registry
+
+MAX_SCHEMA_DEPTH = 48
+"""How deep a tool schema may nest (objects and arrays)."""
+
+_REF_KEYS = ("$ref", "$dynamicRef")
+# keywords whose subschemas apply to the same instance (a reference cycle through only these
+# never ends); properties, items and the like descend into the instance and so terminate.
+_IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_ONE = ("not", "if", "then", "else")
+_IN_PLACE_MAPS = ("dependentSchemas",)
+# mappings whose keys are names (not keywords), and keywords whose values are data
+_NAME_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+)
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+_NO_NETWORK: Registry[Any] = Registry()
 
 
 def _key(schema: dict[str, Any]) -> str | None:
     try:
         return json.dumps(schema, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return None
+
+
+def _where(path: tuple[str, ...]) -> str:
+    return "/".join(path) or "(root)"
+
+
+def _pointer_target(root: Any, fragment: str, anchors: dict[str, Any]) -> Any:
+    """The subschema a local reference names, or raise KeyError."""
+    if fragment in ("", "#"):
+        return root
+    body = fragment[1:]
+    if not body.startswith("/"):
+        return anchors[body]
+    node = root
+    for raw in body[1:].split("/"):
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict):
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise KeyError(part)
+    return node
+
+
+def check_schema_references(schema: Any) -> None:
+    """Raise ValueError for a remote or dangling reference, an ``$id``, a non-terminating
+    reference cycle, or nesting deeper than MAX_SCHEMA_DEPTH."""
+    nodes: list[tuple[tuple[str, ...], dict[str, Any]]] = []
+    anchors: dict[str, Any] = {}
+    stack: list[tuple[tuple[str, ...], Any, int]] = [((), schema, 0)]
+    while stack:
+        path, node, depth = stack.pop()
+        if depth > MAX_SCHEMA_DEPTH:
+            raise ValueError(
+                f"schema nested more than {MAX_SCHEMA_DEPTH} levels deep at {_where(path)}"
+            )
+        if isinstance(node, dict) and path[-1:] and path[-1] in _NAME_MAPS:
+            for key, value in node.items():  # keys are names here, not keywords
+                stack.append(((*path, str(key)), value, depth + 1))
+        elif isinstance(node, dict):
+            nodes.append((path, node))
+            if "$id" in node:
+                raise ValueError(
+                    f"invalid JSON Schema at {_where(path)}: $id is not supported in tool "
+                    "schemas (references must stay inside the schema)"
+                )
+            for key in ("$anchor", "$dynamicAnchor"):
+                if isinstance(node.get(key), str):
+                    anchors[node[key]] = node
+            for key, value in node.items():
+                if key not in _DATA_KEYWORDS:
+                    stack.append(((*path, str(key)), value, depth + 1))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                stack.append(((*path, str(i)), value, depth + 1))
+    targets: dict[int, list[Any]] = {}
+    for path, node in nodes:
+        edges: list[Any] = []
+        for key in _REF_KEYS:
+            if key not in node:
+                continue
+            ref = node[key]
+            where = _where((*path, key))
+            if not isinstance(ref, str):
+                continue  # the meta-schema check reports the type
+            if not ref.startswith("#"):
+                raise ValueError(
+                    f"invalid JSON Schema at {where}: {ref[:80]!r} is not a local reference; "
+                    "only references inside the schema (#/$defs/...) are allowed"
+                )
+            try:
+                edges.append(_pointer_target(schema, ref, anchors))
+            except (KeyError, IndexError):
+                raise ValueError(
+                    f"invalid JSON Schema at {where}: {ref[:80]!r} points at nothing in the schema"
+                ) from None
+        for key in _IN_PLACE_LISTS:
+            if isinstance(node.get(key), list):
+                edges.extend(node[key])
+        for key in _IN_PLACE_ONE:
+            if key in node:
+                edges.append(node[key])
+        for key in _IN_PLACE_MAPS:
+            if isinstance(node.get(key), dict):
+                edges.extend(node[key].values())
+        targets[id(node)] = [e for e in edges if isinstance(e, dict)]
+    where_of = {id(node): path for path, node in nodes}
+    state: dict[int, int] = {}  # 1: on the current path, 2: done
+    for _, start in nodes:
+        if state.get(id(start)):
+            continue
+        work: list[tuple[dict[str, Any], int]] = [(start, 0)]
+        state[id(start)] = 1
+        while work:
+            node, i = work[-1]
+            out = targets.get(id(node), [])
+            if i < len(out):
+                work[-1] = (node, i + 1)
+                nxt = out[i]
+                mark = state.get(id(nxt))
+                if mark == 1:
+                    raise ValueError(
+                        f"invalid JSON Schema at {_where(where_of.get(id(node), ()))}: a "
+                        "reference cycle that never descends into the arguments (it would "
+                        "recurse forever)"
+                    )
+                if mark is None:
+                    state[id(nxt)] = 1
+                    work.append((nxt, 0))
+            else:
+                state[id(node)] = 2
+                work.pop()
 
 
 @lru_cache(maxsize=4096)
 def _meta_error(key: str) -> str | None:
-    """Meta-schema check, cached by canonical JSON: every load of a version re-validates the
-    same schemas, and the check costs milliseconds each."""
+    """Meta-schema and reference checks, cached by canonical JSON: every load of a version
+    re-validates the same schemas, and the check costs milliseconds each."""
+    schema = json.loads(key)
     try:
-        Draft202012Validator.check_schema(json.loads(key))
+        check_schema_references(schema)
+    except ValueError as exc:
+        return str(exc)
+    try:
+        Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
         return f"invalid JSON Schema at {where}: {exc.message}"
+    except RecursionError:
+        return "invalid JSON Schema: nested too deeply to check"
     return None
 
 
 @lru_cache(maxsize=4096)
 def _validator(key: str) -> Draft202012Validator:
-    return Draft202012Validator(json.loads(key))
+    return Draft202012Validator(json.loads(key), registry=_NO_NETWORK)
 
 
 def check_json_schema(schema: dict[str, Any]) -> None:
     """Raise ValueError naming the bad keyword when `schema` is not a valid JSON Schema."""
     key = _key(schema)
     if key is None:
+        check_schema_references(schema)
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
             raise ValueError(f"invalid JSON Schema: {exc.message}") from None
+        except RecursionError:
+            raise ValueError("invalid JSON Schema: nested too deeply to check") from None
         return
     error = _meta_error(key)
     if error is not None:
@@ -62,11 +217,25 @@ def check_parameters_schema(schema: dict[str, Any]) -> None:
 
 
 def argument_errors(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
-    """Human-readable validation errors of `arguments` against `schema`, sorted by path."""
-    key = _key(schema)
-    validator = _validator(key) if key is not None else Draft202012Validator(schema)
+    """Human-readable validation errors of `arguments` against `schema`, sorted by path.
+
+    Never raises: a schema that cannot be applied (a reference that does not resolve, runaway
+    recursion) is one error line. No reference is ever fetched from the network.
+    """
+    try:
+        key = _key(schema)
+        validator = (
+            _validator(key)
+            if key is not None
+            else Draft202012Validator(schema, registry=_NO_NETWORK)
+        )
+        found = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    except RecursionError:
+        return ["the tool's schema could not be applied: it recurses without end"]
+    except Exception as exc:  # referencing/jsonschema errors of a schema that skipped the checks
+        return [f"the tool's schema could not be applied: {type(exc).__name__}: {exc}"[:300]]
     errors = []
-    for err in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)):
+    for err in found:
         where = ".".join(str(p) for p in err.absolute_path)
         errors.append(f"{where}: {err.message}" if where else err.message)
     return errors

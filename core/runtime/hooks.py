@@ -29,10 +29,11 @@ Declarative kinds:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from string import Template
-from typing import Any
+from typing import Any, Protocol
 
 from core.harness.hook_params import (
     FactCheckParams,
@@ -42,6 +43,7 @@ from core.harness.hook_params import (
     parse_params,
 )
 from core.harness.models import Harness, Hook, HookEvent, HookKind, SkillKind
+from core.harness.patterns import Deadline, PatternTimeout, TimedPattern
 from core.harness.schema import argument_errors
 from core.runtime.trace import Decision
 
@@ -123,11 +125,15 @@ async def run_hook(hook: Hook, data: HookInput, harness: Harness) -> HookResult:
         return await run_python_hook(hook, data.payload(hook, harness))
     try:
         return check_declarative(hook, data, harness)
+    except PatternTimeout as exc:
+        return HookResult.error(f"{hook.kind.value} check timed out: {exc}")
     except Exception as exc:
         return HookResult.error(f"{hook.kind.value} check failed: {type(exc).__name__}: {exc}")
 
 
 def check_declarative(hook: Hook, data: HookInput, harness: Harness) -> HookResult:
+    """The decision of a declarative hook. Its patterns share one deadline of `hook.timeout`
+    seconds (PatternTimeout past it), so no pattern can hold the event loop longer."""
     checks = {
         HookKind.REQUIRE_REPLY_SKILL: _require_reply_skill,
         HookKind.VALIDATE_TOOL_ARGS: _validate_tool_args,
@@ -167,8 +173,9 @@ def _forbidden_claims(hook: Hook, data: HookInput, harness: Harness) -> HookResu
     on_input = data.event is HookEvent.ON_INPUT
     text = data.viewer_message if on_input else (data.reply or "")
     where = "the viewer message" if on_input else "the reply"
+    deadline = Deadline(hook.timeout)
     for pattern in params.patterns:
-        match = re.search(pattern, text, re.IGNORECASE)
+        match = TimedPattern(pattern, deadline, ignore_case=True).search(text)
         if match:
             return HookResult.block(f"{where} contains a forbidden claim: {match.group(0)!r}")
     return HookResult.allow()
@@ -176,7 +183,7 @@ def _forbidden_claims(hook: Hook, data: HookInput, harness: Harness) -> HookResu
 
 def _fact_check(hook: Hook, data: HookInput, harness: Harness) -> HookResult:
     params: FactCheckParams = parse_params(hook.kind, hook.params)
-    pattern = re.compile(params.number_pattern)
+    pattern = TimedPattern(params.number_pattern, Deadline(hook.timeout))
     known = numbers_in(data.viewer_message, pattern)
     for entry in data.tool_results:
         known |= numbers_in(entry.get("result"), pattern)
@@ -232,8 +239,9 @@ def _reply_format(hook: Hook, data: HookInput, harness: Harness) -> HookResult:
             problems.append(
                 f"the reply uses Markdown ({', '.join(features)}) but must be plain text"
             )
+    deadline = Deadline(hook.timeout)
     for pattern in params.forbid_patterns:
-        match = re.search(pattern, reply, re.IGNORECASE)
+        match = TimedPattern(pattern, deadline, ignore_case=True).search(reply)
         if match:
             problems.append(f"the reply contains {match.group(0)!r}")
     if problems:
@@ -271,7 +279,11 @@ def _canonical(value: Decimal) -> str | None:
     return "0" if text in ("-0", "0") else text
 
 
-def numbers_in(value: Any, pattern: re.Pattern[str]) -> set[str]:
+class _FindsNumbers(Protocol):
+    def finditer(self, text: str, /) -> Iterator[Any]: ...
+
+
+def numbers_in(value: Any, pattern: _FindsNumbers) -> set[str]:
     """Canonical numbers in JSON data: numeric values, and numbers written inside strings."""
     found: set[str] = set()
     if isinstance(value, bool) or value is None:

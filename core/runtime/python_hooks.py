@@ -14,6 +14,13 @@ corrupt the protocol line. Everything else is an error decision, never an except
 - `check` raises (or the source does not compile) -> the exception line, with the hook line;
 - no output, non-JSON output, or a result of the wrong shape -> an error naming what came back.
 
+The child gets a scrubbed environment: only the variables in `ENV_ALLOW` (PATH, locale,
+time zone, temporary folder, HOME) and those named `HAT_HOOK_*`, never the parent's API keys
+or tokens. On Linux the runner makes itself a child subreaper, so whatever the hook starts
+(even a grandchild that calls `setsid` or double-forks) stays in its process tree: on a
+timeout the whole tree is stopped and killed, and a hook that returns leaves nothing running
+(the runner kills its remaining descendants before it exits).
+
 A child process isolates crashes, hangs and memory blowups from the loop; it is not a security
 sandbox, which is why imported hooks need explicit trust.
 """
@@ -26,13 +33,78 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from core.harness.models import Hook
 from core.runtime.hooks import HookResult
 
+ENV_ALLOW = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TMPDIR",
+        "TEMP",
+        "TMP",
+        "SYSTEMROOT",  # Windows needs these two to start Python at all
+        "WINDIR",
+    }
+)
+ENV_PREFIXES = ("LC_", "HAT_HOOK_")
+
+
+def hook_environment(parent: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a Python hook runs with: the allow-listed part of `parent`."""
+    source = os.environ if parent is None else parent
+    return {k: v for k, v in source.items() if k in ENV_ALLOW or k.startswith(ENV_PREFIXES)}
+
+
 RUNNER = r"""
-import json, sys, traceback
+import json, os, signal, sys, traceback
+
+def _subreaper():
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        except Exception:
+            pass
+
+def _children():
+    me, kids = os.getpid(), []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return kids
+    for name in names:
+        if name.isdigit():
+            try:
+                with open("/proc/%s/stat" % name, "rb") as fh:
+                    ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == me:
+                kids.append(int(name))
+    return kids
+
+def _reap():
+    for _ in range(100):
+        kids = _children()
+        if not kids:
+            return
+        for pid in kids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in kids:
+            try:
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
 
 def _main():
     out = sys.stdout
@@ -55,9 +127,12 @@ def _main():
         if where and where[-1]:
             message += f" (hook line {where[-1]})"
         line = json.dumps({"error": message})
+    if sys.platform.startswith("linux"):
+        _reap()
     out.write(line + "\n")
     out.flush()
 
+_subreaper()
 _main()
 """
 
@@ -82,6 +157,7 @@ async def run_python_hook(
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            env=hook_environment(),
             start_new_session=os.name == "posix",
         )
     except OSError as exc:
@@ -128,10 +204,39 @@ def decode_output(stdout: bytes, stderr: bytes, returncode: int | None) -> HookR
     return HookResult.allow(reason)
 
 
+def kill_tree(pid: int) -> None:
+    """Kill process `pid` and every descendant, wherever their session or group: stop them all
+    first (so none can fork a new one), then kill. Since the runner is a child subreaper, an
+    orphan of the hook stays under it until then."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+    except psutil.Error:
+        return
+    seen: dict[int, psutil.Process] = {pid: root}
+    for _ in range(20):
+        try:
+            found = root.children(recursive=True)
+        except psutil.Error:
+            found = []
+        new = [p for p in found if p.pid not in seen]
+        for proc in [root, *new] if len(seen) == 1 else new:
+            with contextlib.suppress(psutil.Error):
+                proc.suspend()
+        seen.update((p.pid, p) for p in new)
+        if not new:
+            break
+    for proc in seen.values():
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+
+
 async def _kill(proc: asyncio.subprocess.Process) -> None:
     if proc.returncode is None:
         with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
             if os.name == "posix":
+                kill_tree(proc.pid)
                 os.killpg(proc.pid, signal.SIGKILL)
             else:
                 proc.kill()
