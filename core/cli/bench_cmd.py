@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from core.cli.common import console, fail, open_store
+from core.cli.common import console, esc, fail, open_store
 from core.cli.serve_cmd import (
     AdapterOpt,
     EngineOpt,
@@ -40,9 +40,10 @@ def _ms(value: float | None) -> str:
 
 def print_report(report: dict[str, Any]) -> None:
     console.print(
-        f"session {report['session']} · {report['engine'] or '?'} · {report['model']} · tasks "
-        f"{report['tasks']} · n={report['n']} (+{report['warmup']} warm-up) · concurrency "
-        f"{report['concurrency']} · {report['wall_s']:.1f} s"
+        f"session {report['session']} · {esc(report['engine'] or '?')} · "
+        f"{esc(report['model'])} · tasks {esc(report['tasks'])} · n={report['n']} "
+        f"(+{report['warmup']} warm-up) · concurrency {report['concurrency']} · "
+        f"{report['wall_s']:.1f} s"
     )
     console.print(
         f"statuses {report['statuses']} · {report['model_calls']} model calls · "
@@ -126,6 +127,7 @@ def latency_cmd(
             def metrics() -> str:
                 return httpx.get(f"{root}/metrics", timeout=10).text
 
+        errors: list[str] = []
         try:
 
             async def run() -> dict[str, Any]:
@@ -140,9 +142,11 @@ def latency_cmd(
                 def progress(row: Any) -> None:
                     nonlocal done
                     done += 1
+                    if not row.warmup and row.status == "model_error" and row.error:
+                        errors.append(row.error)
                     tag = "warm-up" if row.warmup else f"{done - warmup}/{n}"
                     console.print(
-                        f"[dim]{tag} {row.task_id}: {row.status} in {row.e2e_s:.2f} s "
+                        f"[dim]{tag} {esc(row.task_id)}: {esc(row.status)} in {row.e2e_s:.2f} s "
                         f"({row.model_calls} calls)[/dim]"
                     )
 
@@ -173,4 +177,11 @@ def latency_cmd(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print_report(report)
-    console.print(f"report: {path}")
+    console.print(f"report: {esc(path)}")
+    measured = sum(report["statuses"].values()) if report.get("statuses") else 0
+    if measured and report["statuses"].get("model_error", 0) == measured:
+        first = f": {errors[0]}" if errors else ""
+        fail(
+            f"no request got a reply from the model server at {base_url} (all {measured} "
+            f"ended in model_error){first}"
+        )

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from core.cli.common import console, err_console, fail, open_store
+from core.cli.common import console, err_console, esc, fail, open_store, printable
 from core.cli.serve_cmd import (
     AdapterOpt,
     EngineOpt,
@@ -83,10 +83,10 @@ def _print_step(step: Step) -> None:
         sys.stdout.flush()
     elif isinstance(step, SkillLoadStep):
         status = "ok" if step.ok else f"error: {step.error}"
-        console.print(f"  [dim]· skill {step.name}: {status}[/dim]")
+        console.print(f"  [dim]· skill {esc(step.name)}: {esc(status)}[/dim]")
     elif isinstance(step, ToolCallStep):
         status = "ok" if step.error is None else f"{step.error_kind}: {step.error}"
-        console.print(f"  [dim]· tool {step.name}: {status}[/dim]")
+        console.print(f"  [dim]· tool {esc(step.name)}: {esc(status)}[/dim]")
 
 
 async def _repl(chat: ChatSession, server: ManagedServer | None) -> None:
@@ -121,25 +121,31 @@ async def _repl(chat: ChatSession, server: ManagedServer | None) -> None:
             try:
                 await asyncio.to_thread(server.restart)
             except ServerError as exc:
-                err_console.print(f"[red]restart failed:[/red] {exc}")
+                err_console.print(f"[red]restart failed:[/red] {esc(exc, multiline=True)}")
                 continue
-            console.print(f"[dim]server restarted at {server.base_url}[/dim]")
+            # a restart may land on a new port: the client must follow the server
+            rebase = getattr(chat.client, "rebase", None)
+            if rebase is not None and getattr(chat.client, "base_url", None) != server.base_url:
+                await rebase(server.base_url)
+            console.print(f"[dim]server restarted at {esc(server.base_url)}[/dim]")
             continue
 
         def on_delta(text: str) -> None:
-            sys.stdout.write(text)
+            sys.stdout.write(printable(text, multiline=True))
             sys.stdout.flush()
 
         from core.serving.latency import latency_line
 
         trace = await chat.ask(message, on_delta=on_delta, on_event=_print_step)
         if trace.ok:
-            console.print(f"[bold]host>[/bold] {trace.final_reply}", markup=True, highlight=False)
+            reply = esc(trace.final_reply, multiline=True)
+            console.print(f"[bold]host>[/bold] {reply}", markup=True, highlight=False)
         else:
-            console.print(f"[red]no reply ({trace.status.value}):[/red] {trace.reason}")
+            reason = esc(trace.reason, multiline=True)
+            console.print(f"[red]no reply ({trace.status.value}):[/red] {reason}")
             if trace.status.value == "model_error":
                 console.print("[dim]history kept; /restart restarts the server[/dim]")
-        console.print(f"[dim]{latency_line(trace)}[/dim]")
+        console.print(f"[dim]{esc(latency_line(trace))}[/dim]")
 
 
 @app.callback(invoke_without_command=True)

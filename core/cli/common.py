@@ -1,29 +1,77 @@
 """What every `hat` command shares: the console, error printing and store access.
 
 User-caused failures end as one readable message and exit code 1, never a traceback.
+
+Text from a harness, a model or the store (names, messages, replies, reasons) is data, never
+terminal markup: commands interpolate it through `esc()` (Rich markup escaped, one line,
+control characters shown as `\x1b`-style escapes), and the consoles themselves show every
+control character except newline and tab as an escape, so no string can recolour, move the
+cursor, or forge a line of output.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from core.harness import HarnessError
 
 if TYPE_CHECKING:
     from core.store import Store
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# C0 and C1 controls, DEL, line/paragraph separators, bidi overrides and isolates
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL_KEEP_LINES = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _show(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    if code == 0x0A:
+        return "\\n"
+    if code == 0x09:
+        return "\\t"
+    if code == 0x0D:
+        return "\\r"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str, *, multiline: bool = False) -> str:
+    """`text` with every control character shown as an escape (\\x1b, \\n, \\u202e), so it
+    cannot drive the terminal; `multiline` keeps newlines and tabs as they are."""
+    return (_CONTROL_KEEP_LINES if multiline else _CONTROL).sub(_show, text)
+
+
+def esc(value: object, *, multiline: bool = False) -> str:
+    """`value` as literal text inside Rich markup (for f-strings printed with markup): control
+    characters escaped (newlines too, unless `multiline`), then `[` escaped so it opens no
+    tag."""
+    return escape(printable(str(value), multiline=multiline))
+
+
+class SafeConsole(Console):
+    """A Rich console that never passes a control character through to the terminal."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        cleaned = [printable(o, multiline=True) if isinstance(o, str) else o for o in objects]
+        super().print(*cleaned, **kwargs)
+
+
+console = SafeConsole(highlight=False)
+err_console = SafeConsole(stderr=True, highlight=False)
 
 
 def fail(message: str) -> NoReturn:
-    err_console.print(f"[red]error:[/red] {message}", markup=True)
+    """Print `message` (plain text, never markup) as an error and exit with status 1."""
+    err_console.print(f"[red]error:[/red] {escape(printable(message, multiline=True))}")
     raise typer.Exit(1)
 
 
@@ -38,10 +86,10 @@ def describe_os_error(exc: OSError) -> str:
 
 
 def print_problems(exc: HarnessError, root: Path | None = None) -> None:
-    where = f" in {root}" if root else ""
+    where = f" in {esc(root)}" if root else ""
     err_console.print(f"[red]{len(exc.problems)} problem(s){where}:[/red]")
     for problem in exc.problems:
-        err_console.print(f"  {problem}", markup=False)
+        err_console.print(f"  {printable(str(problem))}", markup=False)
 
 
 @contextmanager

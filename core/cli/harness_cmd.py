@@ -8,12 +8,35 @@ from typing import Annotated
 
 import typer
 
-from core.cli.common import console, open_store, print_problems
+from core.cli.common import console, esc, fail, open_store, print_problems, printable
 from core.harness import Harness, HarnessError, export_folder, import_folder
 from core.harness.models import ToolProtocol
 from core.harness.render import render_system_prompt, tool_specs
 
 app = typer.Typer(help="Author, version and inspect harnesses.", no_args_is_help=True)
+
+DIFF_MAX_LINES = 2_000
+DIFF_MAX_CHARS = 200_000
+"""How much of one component's diff `hat harness diff` prints (the rest is counted)."""
+
+
+def cap_text(text: str) -> tuple[str, str]:
+    """(what to print, a note on what was cut or "") of a diff, capped at DIFF_MAX_LINES
+    lines and DIFF_MAX_CHARS characters, so a 50 MB skill prints in a moment."""
+    head = text[:DIFF_MAX_CHARS]
+    lines = head.splitlines(keepends=True)
+    kept = "".join(lines[:DIFF_MAX_LINES])
+    if len(kept) == len(text):
+        return text, ""
+    total_lines = text.count("\n") + (not text.endswith("\n"))
+    shown_lines = kept.count("\n")
+    note = (
+        f"... diff cut: showing {shown_lines:,} of {total_lines:,} lines "
+        f"({len(kept):,} of {len(text):,} characters); export both versions "
+        "(hat harness export) to see all of it"
+    )
+    return kept, note
+
 
 NameOpt = Annotated[
     str | None, typer.Option("--name", "-n", help="Harness name (when the store holds several).")
@@ -33,7 +56,7 @@ def validate(path: Annotated[Path, typer.Argument(help="Harness folder.")]) -> N
     """Check a harness folder; list every problem with its file and field."""
     harness = _read(path)
     console.print(
-        f"[green]ok[/green] {harness.name}: {len(harness.skills)} skills, "
+        f"[green]ok[/green] {esc(harness.name)}: {len(harness.skills)} skills, "
         f"{len(harness.tools)} tools, {len(harness.hooks)} hooks, "
         f"{len(harness.prompt.sections)} prompt sections"
     )
@@ -54,11 +77,11 @@ def import_(
         info = store.commit(harness, message)
         if tag:
             store.tag(tag, info.id)
-    console.print(f"stored {info.harness_name} version [bold]{info.id[:12]}[/bold]")
+    console.print(f"stored {esc(info.harness_name)} version [bold]{info.id[:12]}[/bold]")
     untrusted = [h.name for h in harness.hooks if h.kind.value == "python" and not h.trusted]
     if untrusted:
         console.print(
-            f"[yellow]python hooks not trusted (they will not run): {', '.join(untrusted)}; "
+            f"[yellow]python hooks not trusted (they will not run): {esc(', '.join(untrusted))}; "
             "re-import with --trust to allow them[/yellow]"
         )
 
@@ -72,8 +95,12 @@ def export(
     """Write a stored version as a harness folder."""
     with open_store() as store:
         harness = store.load(ref, harness_name=name)
-    export_folder(harness, out)
-    console.print(f"wrote {out}")
+    try:
+        export_folder(harness, out)
+    except HarnessError as exc:
+        print_problems(exc)
+        fail(f"nothing exported to {out}")
+    console.print(f"wrote {esc(out)}")
 
 
 @app.command()
@@ -87,9 +114,11 @@ def log(
     if not versions:
         console.print("no versions stored yet")
     for v in versions:
-        labels = f" [cyan]({', '.join(v.labels)})[/cyan]" if v.labels else ""
+        labels = f" [cyan]({esc(', '.join(v.labels))})[/cyan]" if v.labels else ""
         when = v.created_at.strftime("%Y-%m-%d %H:%M:%S")
-        console.print(f"[bold]{v.id[:12]}[/bold] {when} {v.harness_name}{labels}  {v.message}")
+        console.print(
+            f"[bold]{v.id[:12]}[/bold] {when} {esc(v.harness_name)}{labels}  {esc(v.message)}"
+        )
 
 
 @app.command()
@@ -104,9 +133,12 @@ def diff(
     if not changes:
         console.print("no differences")
     for c in changes:
-        console.print(f"[bold]{c.change}[/bold] {c.component} {c.name} ({c.path})")
+        console.print(f"[bold]{c.change}[/bold] {c.component} {esc(c.name)} ({esc(c.path)})")
         if c.unified:
-            console.print(c.unified, markup=False, highlight=False)
+            shown, cut = cap_text(c.unified)
+            console.print(shown, markup=False, highlight=False, soft_wrap=True)
+            if cut:
+                console.print(f"[yellow]{cut}[/yellow]")
 
 
 @app.command()
@@ -119,7 +151,7 @@ def tag(
     with open_store() as store:
         version = store.resolve(ref, name)
         store.tag(label, version)
-    console.print(f"{label} -> {version[:12]}")
+    console.print(f"{esc(label)} -> {version[:12]}")
 
 
 @app.command()
@@ -131,7 +163,7 @@ def rollback(
     """Make a new version whose content equals an older one."""
     with open_store() as store:
         info = store.rollback(store.resolve(ref, name), message)
-    console.print(f"new version [bold]{info.id[:12]}[/bold]: {info.message}")
+    console.print(f"new version [bold]{info.id[:12]}[/bold]: {esc(info.message)}")
 
 
 @app.command()
@@ -146,7 +178,8 @@ def render(
     else:
         with open_store() as store:
             harness = store.load(source, harness_name=name)
-    typer.echo(render_system_prompt(harness))
+    typer.echo(printable(render_system_prompt(harness), multiline=True))
     if harness.settings.tool_protocol is ToolProtocol.NATIVE:
         typer.echo("\n# tools (sent through the API)")
-        typer.echo(json.dumps(tool_specs(harness), indent=2, ensure_ascii=False))
+        specs = json.dumps(tool_specs(harness), indent=2, ensure_ascii=False)
+        typer.echo(printable(specs, multiline=True))

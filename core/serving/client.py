@@ -99,15 +99,23 @@ class OpenAIChatClient:
         self.include_usage = include_usage
         self.token_counter = token_counter
         self.extra_body = dict(extra_body or {})
-        self._client = openai.AsyncOpenAI(
-            base_url=self.base_url,
-            api_key=api_key,
-            max_retries=max_retries,
-            timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
-        )
+        self._settings: dict[str, Any] = {
+            "api_key": api_key,
+            "max_retries": max_retries,
+            "timeout": httpx.Timeout(timeout_s, connect=connect_timeout_s),
+        }
+        self._client = openai.AsyncOpenAI(base_url=self.base_url, **self._settings)
 
     async def aclose(self) -> None:
         await self._client.close()
+
+    async def rebase(self, base_url: str) -> None:
+        """Point the client at `base_url` (a restarted server on a new port); the old
+        connection pool is closed."""
+        old = self._client
+        self.base_url = base_url.rstrip("/")
+        self._client = openai.AsyncOpenAI(base_url=self.base_url, **self._settings)
+        await old.close()
 
     async def __aenter__(self) -> OpenAIChatClient:
         return self

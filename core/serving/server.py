@@ -10,6 +10,12 @@
 * The server runs in its own process group (vLLM starts engine and worker processes), so
   `stop` ends all of it: SIGTERM, then SIGKILL after `stop_timeout_s`. Servers still running
   when the interpreter exits are stopped too.
+* The engine dies with its parent, even one killed with SIGKILL: it is started under a tiny
+  watchdog (`WATCHDOG`, stdlib only, run by the engine's own interpreter) in the same process
+  group, which holds the read end of a pipe whose write end only this process has. When this
+  process ends in any way the pipe reads EOF and the watchdog kills the whole group.
+  (`PR_SET_PDEATHSIG` fires when the forking *thread* ends, and the studio starts servers
+  from worker threads, so it would kill healthy servers.)
 * Output goes to a log file (`log_path`); every error carries its last lines.
 * Start-up failures name their cause: interpreter missing, port in use, model folder broken,
   engine not installed in that environment, the process dying, or no healthy answer within
@@ -49,6 +55,38 @@ _LOAD_FAILURES = (
 )
 
 
+WATCHDOG = r"""
+import os, signal, subprocess, sys, threading
+
+engine = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL)
+# stop() signals the whole group, the engine included; a second SIGTERM from here would make
+# uvicorn skip its graceful shutdown, so the watchdog itself ignores both
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def parent_gone():
+    try:
+        while sys.stdin.buffer.read(4096):
+            pass
+    except (OSError, ValueError):
+        pass
+    if engine.poll() is None:
+        try:
+            os.killpg(0, signal.SIGKILL)
+        except OSError:
+            engine.kill()
+
+
+threading.Thread(target=parent_gone, daemon=True).start()
+code = engine.wait()
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
+
+
 class ServerError(Exception):
     """A server could not be started or reached; the message names the cause."""
 
@@ -65,7 +103,12 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something listens on (or holds) `port`. SO_REUSEADDR, as every server sets it,
+    so a port whose last connections sit in TIME_WAIT (a server killed a moment ago) reads
+    as free; on Windows that option means something else, so it is left off there."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        if os.name == "posix":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:
@@ -178,8 +221,8 @@ class ManagedServer:
                 log.flush()
                 try:
                     self.process = subprocess.Popen(
-                        self.spec.argv,
-                        stdin=subprocess.DEVNULL,
+                        [self.spec.argv[0], "-c", WATCHDOG, *self.spec.argv],
+                        stdin=subprocess.PIPE,  # the lifeline: EOF when this process is gone
                         stdout=log,
                         stderr=subprocess.STDOUT,
                         env=env,
@@ -286,6 +329,7 @@ class ManagedServer:
                 process.wait(timeout=10)
         # Engine helper processes may outlive their parent; end the group for good.
         _signal_group(process, signal.SIGKILL)
+        _close_lifeline(process)
         _LIVE.discard(self)
 
     def kill(self) -> None:
@@ -294,6 +338,8 @@ class ManagedServer:
         if process is not None and process.poll() is None:
             _signal_group(process, signal.SIGKILL)
             process.wait(timeout=10)
+        if process is not None:
+            _close_lifeline(process)
 
     def restart(self, *, wait: bool = True) -> ManagedServer:
         """Stop and start again, on the same port when it is free (else a new free port)."""
@@ -350,6 +396,12 @@ class ManagedServer:
                 f"vLLM refused adapter {name!r} (HTTP {response.status_code}): "
                 f"{response.text[:500]}"
             )
+
+
+def _close_lifeline(process: subprocess.Popen[bytes]) -> None:
+    if process.stdin is not None:
+        with contextlib.suppress(OSError):
+            process.stdin.close()
 
 
 def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
