@@ -89,7 +89,7 @@ def print_problems(exc: HarnessError, root: Path | None = None) -> None:
     where = f" in {esc(root)}" if root else ""
     err_console.print(f"[red]{len(exc.problems)} problem(s){where}:[/red]")
     for problem in exc.problems:
-        err_console.print(f"  {printable(str(problem))}", markup=False)
+        err_console.print(f"  {printable(str(problem))}", markup=False, soft_wrap=True)
 
 
 @contextmanager

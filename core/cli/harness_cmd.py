@@ -117,7 +117,8 @@ def log(
         labels = f" [cyan]({esc(', '.join(v.labels))})[/cyan]" if v.labels else ""
         when = v.created_at.strftime("%Y-%m-%d %H:%M:%S")
         console.print(
-            f"[bold]{v.id[:12]}[/bold] {when} {esc(v.harness_name)}{labels}  {esc(v.message)}"
+            f"[bold]{v.id[:12]}[/bold] {when} {esc(v.harness_name)}{labels}  {esc(v.message)}",
+            soft_wrap=True,  # one version, one line, whatever the terminal's width
         )
 
 
