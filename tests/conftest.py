@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 
 # Every GUI test runs offscreen, whichever module creates the QApplication first.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Teacher keys may come from the OS keyring: no test may read (or prompt for) the real one.
+os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
 
 # "dev" (default) explores more; "ci" (CI=true) keeps the whole suite fast. Override with
 # HYPOTHESIS_PROFILE=<name>.
