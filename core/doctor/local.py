@@ -186,7 +186,13 @@ def schema_state(db: Path) -> SchemaState:
     from alembic.script import ScriptDirectory
     from sqlalchemy import inspect
 
-    from core.store.db import SQLITE_MAGIC, alembic_config, make_engine, transaction
+    from core.store.db import (
+        SQLITE_MAGIC,
+        alembic_config,
+        make_engine,
+        read_only_filesystem,
+        transaction,
+    )
     from core.store.errors import StoreError
 
     script = ScriptDirectory.from_config(alembic_config())
@@ -202,7 +208,7 @@ def schema_state(db: Path) -> SchemaState:
         return SchemaState(db, True, head=head, error=f"cannot read {db}: {exc.strerror}")
     if magic and magic != SQLITE_MAGIC:
         return SchemaState(db, True, head=head, error=f"not a HAT database, or corrupt: {db}")
-    engine = make_engine(db, busy_timeout=5.0)
+    engine = make_engine(db, busy_timeout=5.0, read_only=read_only_filesystem(db))
     try:
         with transaction(engine, db, write=False) as conn:
             tables = set(inspect(conn).get_table_names())
@@ -234,7 +240,21 @@ def check_database(home: Path) -> CheckResult:
             f"no database yet (created at schema {state.head} on first use)",
             [str(state.path)],
         )
+    from core.store.db import read_only_filesystem
+
+    read_only = read_only_filesystem(state.path)
     if state.error is not None:
+        if not _looks_corrupt(state.error):
+            # locked, unreadable, a folder: moving an intact database aside would lose it
+            return CheckResult(
+                "database",
+                title,
+                Status.FAIL,
+                state.error,
+                [str(state.path)],
+                "fix access to the file (permissions, the file system, another program "
+                "holding it); the database itself may well be intact",
+            )
         return CheckResult(
             "database",
             title,
@@ -263,9 +283,26 @@ def check_database(home: Path) -> CheckResult:
             [str(state.path), "migrations also run by themselves when the studio opens the store"],
             "hat doctor --migrate",
         )
+    if read_only:
+        return CheckResult(
+            "database",
+            title,
+            Status.WARN,
+            f"schema at head ({state.head}), on a read-only file system: commands can read "
+            "it but not change it",
+            [str(state.path)],
+            "remount it read-write to store versions, runs and results",
+        )
     return CheckResult(
         "database", title, Status.OK, f"schema at head ({state.head})", [str(state.path)]
     )
+
+
+def _looks_corrupt(error: str) -> bool:
+    """Whether a database error says the file itself is damaged or foreign (only then is
+    moving it aside the fix)."""
+    low = error.lower()
+    return any(s in low for s in ("corrupt", "malformed", "not a database", "not a hat database"))
 
 
 def migrate_database(home: Path) -> str:
@@ -291,7 +328,7 @@ def check_demo_model(home: Path) -> CheckResult:
     from core.models.folder import FolderError, check_model_folder
     from core.models.registry import DEMO_MODEL_NAME, RegistryError, find_demo_gguf
     from core.store import Store
-    from core.store.db import make_engine
+    from core.store.db import make_engine, read_only_filesystem
     from core.store.errors import StoreError
     from core.store.serving import find_model
 
@@ -313,7 +350,7 @@ def check_demo_model(home: Path) -> CheckResult:
             Status.WARN,
             "not checked: the database cannot be read (see Database)",
         )
-    engine = make_engine(state.path)
+    engine = make_engine(state.path, read_only=read_only_filesystem(state.path))
     store = Store(engine, state.path)
     try:
         record = find_model(store, DEMO_MODEL_NAME)

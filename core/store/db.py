@@ -13,11 +13,13 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from alembic import command
 from alembic.config import Config
@@ -33,10 +35,37 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 _WRITE = "hat_write"
 
 
-def make_engine(path: Path, *, busy_timeout: float = 5.0) -> Engine:
-    """An engine on the SQLite file at `path`, configured as described in the module doc."""
+def read_only_filesystem(path: Path) -> bool:
+    """Whether `path` (or, when it does not exist, its nearest existing parent) sits on a file
+    system mounted read-only. False where the platform cannot tell."""
+    target = Path(path)
+    while not target.exists() and target != target.parent:
+        target = target.parent
+    try:
+        return bool(os.statvfs(target).f_flag & os.ST_RDONLY)
+    except (AttributeError, OSError):
+        return False
+
+
+def is_read_only(engine: Engine) -> bool:
+    return bool(engine.url.query.get("mode") == "ro")
+
+
+def make_engine(path: Path, *, busy_timeout: float = 5.0, read_only: bool = False) -> Engine:
+    """An engine on the SQLite file at `path`, configured as described in the module doc.
+
+    `read_only` (a database on a read-only file system) opens it with SQLite's `mode=ro`, and
+    `immutable=1` when no WAL file exists beside it (SQLite could not create the shared-memory
+    file there); nothing is ever written, and every write transaction is a StoreError.
+    """
+    url = f"sqlite:///{path}"
+    if read_only:
+        wal = Path(f"{path}-wal")
+        shm = Path(f"{path}-shm")
+        extra = "" if wal.exists() and shm.exists() else "&immutable=1"
+        url = f"sqlite:///file:{quote(str(path))}?mode=ro{extra}&uri=true"
     engine = create_engine(
-        f"sqlite:///{path}",
+        url,
         connect_args={"check_same_thread": False, "timeout": busy_timeout},
     )
     timeout_ms = max(0, int(busy_timeout * 1000))
@@ -48,8 +77,9 @@ def make_engine(path: Path, *, busy_timeout: float = 5.0) -> Engine:
         try:
             cursor.execute(f"PRAGMA busy_timeout = {timeout_ms}")
             cursor.execute("PRAGMA foreign_keys = ON")
-            cursor.execute("PRAGMA journal_mode = WAL")
-            cursor.execute("PRAGMA synchronous = NORMAL")  # durable enough with WAL, much faster
+            if not read_only:
+                cursor.execute("PRAGMA journal_mode = WAL")
+                cursor.execute("PRAGMA synchronous = NORMAL")  # durable with WAL, much faster
         finally:
             cursor.close()
 
@@ -91,6 +121,11 @@ def translate_errors(path: Path) -> Iterator[None]:
 @contextmanager
 def transaction(engine: Engine, path: Path, *, write: bool) -> Iterator[Connection]:
     """One transaction: committed when the block ends, rolled back (entirely) if it raises."""
+    if write and is_read_only(engine):
+        raise StoreError(
+            f"the database {path} is on a read-only file system: it can be read, not changed "
+            "(remount it read-write, or point HAT_HOME at a writable folder)"
+        )
     with translate_errors(path), engine.connect() as conn:
         if write:
             conn = conn.execution_options(**{_WRITE: True})
@@ -142,6 +177,11 @@ def migrate(engine: Engine, path: Path) -> None:
         needed = _check_schema(conn, path)
     if not needed:
         return
+    if is_read_only(engine):
+        raise StoreError(
+            f"the database {path} needs a schema migration but is on a read-only file system "
+            "(remount it read-write once, or point HAT_HOME at a writable copy)"
+        )
     with transaction(engine, path, write=True) as conn:
         # Re-check under the write lock: another process may have migrated meanwhile.
         if _check_schema(conn, path):

@@ -16,7 +16,14 @@ from core.harness import Harness, HarnessError, HookKind, folder_files
 from core.harness.folder import harness_from_files
 from core.store import harness_versions as hv
 from core.store import objects
-from core.store.db import SQLITE_MAGIC, make_engine, migrate, transaction, translate_errors
+from core.store.db import (
+    SQLITE_MAGIC,
+    make_engine,
+    migrate,
+    read_only_filesystem,
+    transaction,
+    translate_errors,
+)
 from core.store.errors import StoreError
 from core.store.harness_versions import ComponentDiff, VersionInfo
 
@@ -89,15 +96,22 @@ class Store:
         path = Path(path).expanduser()
         if path.is_dir():
             raise StoreError(f"not a HAT database (it is a folder): {path}")
+        read_only = read_only_filesystem(path)
+        if read_only and not path.exists():
+            raise StoreError(
+                f"no database at {path}, and it cannot be created there: the file system is "
+                "read-only (point HAT_HOME at a writable folder)"
+            )
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if not read_only:
+                path.parent.mkdir(parents=True, exist_ok=True)
             if path.exists() and path.stat().st_size > 0:
                 with path.open("rb") as fh:
                     if fh.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
                         raise StoreError(f"not a HAT database, or the file is corrupt: {path}")
         except OSError as exc:
             raise StoreError(f"cannot open the database file {path}: {exc.strerror}") from None
-        engine = make_engine(path, busy_timeout=busy_timeout)
+        engine = make_engine(path, busy_timeout=busy_timeout, read_only=read_only)
         try:
             migrate(engine, path)
         except BaseException:
