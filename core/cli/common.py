@@ -65,6 +65,64 @@ class SafeConsole(Console):
         super().print(*cleaned, **kwargs)
 
 
+class ProgressLines:
+    """Progress for output that is not a terminal (a log file, CI): one plain line every
+    `every_items` items or `every_s` seconds, whichever comes first, and at the end, with
+    items done, rate and time left, e.g. ``eval: 40/200 (20%) · 1.3 items/s · ETA 2m03s``.
+    (A live bar draws nothing useful into a file, so a long job would look stalled.)"""
+
+    def __init__(
+        self,
+        label: str,
+        *,
+        out: Console | None = None,
+        every_items: int = 25,
+        every_s: float = 30.0,
+        clock: Any = None,
+    ) -> None:
+        import time
+
+        self.label = label
+        self.out = out if out is not None else err_console
+        self.every_items = max(1, every_items)
+        self.every_s = every_s
+        self.clock = clock or time.monotonic
+        self.start = self.clock()
+        self.last_time = self.start
+        self.last_done = 0
+
+    def update(self, done: int, total: int | None, last: str = "") -> None:
+        now = self.clock()
+        finished = total is not None and done >= total
+        due = done - self.last_done >= self.every_items or now - self.last_time >= self.every_s
+        if not (due or finished) or (done == self.last_done and not finished):
+            return
+        self.last_time, self.last_done = now, done
+        elapsed = max(now - self.start, 1e-9)
+        rate = done / elapsed
+        parts = [f"{done}/{total}" if total else str(done)]
+        if total:
+            parts[0] += f" ({100 * done // total}%)"
+        parts.append(f"{rate:.2f} items/s")
+        if total and rate > 0 and not finished:
+            parts.append(f"ETA {_duration((total - done) / rate)}")
+        elif finished:
+            parts.append(f"done in {_duration(elapsed)}")
+        line = f"{self.label}: {' · '.join(parts)}"
+        if last:
+            line += f" · last {last}"
+        self.out.print(printable(line), markup=False, highlight=False, soft_wrap=True)
+
+
+def _duration(seconds: float) -> str:
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
 console = SafeConsole(highlight=False)
 err_console = SafeConsole(stderr=True, highlight=False)
 

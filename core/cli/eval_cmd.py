@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from core.cli.common import console, err_console, fail, open_store
+from core.cli.common import ProgressLines, console, err_console, fail, open_store
 from core.store.errors import StoreError
 
 if TYPE_CHECKING:
@@ -103,15 +103,24 @@ class _Bar:
         )
         self.task = self.progress.add_task(label, total=None, last="")
         self.shown = False
+        # without a terminal (a log, CI) a bar draws nothing until the end: print lines
+        self.lines = None if err_console.is_terminal else ProgressLines(label)
 
     def __enter__(self) -> _Bar:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.shown:
+        if self.shown and self.lines is None:
             self.progress.__exit__(None, None, None)
 
     def __call__(self, done: int, total: int, last: EvalResult | None) -> None:
+        if self.lines is not None:
+            mark = ""
+            if last is not None:
+                verdict = "pass" if last.passed else (last.status.value if last.reason else "fail")
+                mark = f"{last.suite.value} {last.task_id}: {verdict}"
+            self.lines.update(done, total, mark)
+            return
         if not self.shown:
             self.progress.__enter__()
             self.shown = True
