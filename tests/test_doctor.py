@@ -83,7 +83,8 @@ def test_cli_json_and_table(hat_home: Path, db_at_head: Path) -> None:
     assert data["ok"] is True and data["home"] == str(hat_home)
     keys = [c["key"] for c in data["checks"]]
     assert keys == [
-        "python", "home", "disk", "database", "demo-model", "training", "serving", "vllm", "gpu"
+        "python", "home", "disk", "database", "demo-model", "qt-libs", "training", "serving",
+        "vllm", "gpu",
     ]  # fmt: skip
     assert {c["status"] for c in data["checks"]} <= {"ok", "info", "warn"}
     code, out = cli("--quick")

@@ -36,6 +36,7 @@ from core.doctor.local import (
 )
 from core.doctor.probe import ProbeResult, probe
 from core.doctor.pythons import project_root
+from core.doctor.qtlibs import check_qt_libraries
 from core.doctor.report import CheckResult, DoctorOptions, Report, Status
 
 __all__ = ["default_home", "migrate_database", "run_doctor"]
@@ -112,6 +113,7 @@ def run_doctor(options: DoctorOptions) -> Report:
             ),
             _timed("database", "Database", lambda: check_database(home)),
             _timed("demo-model", "Demo model", lambda: check_demo_model(home)),
+            _timed("qt-libs", "Studio display libraries", check_qt_libraries),
         ]
         train_probe = train_future.result()
         serve_probe = serve_future.result() if serve_future is not None else train_probe
