@@ -79,6 +79,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    from core.doctor import qtlibs
+
+    if qtlibs.uses_xcb():  # Qt would abort (SIGABRT) on a missing X library: say which
+        missing = qtlibs.missing_qt_libraries()
+        if missing:
+            print(f"error: {qtlibs.message(missing)}", file=sys.stderr)
+            return 1
     app = create_app()
     home = _home(args.home)
     from studio.workspace import AnotherInstance, InstanceGuard
