@@ -499,20 +499,21 @@ def test_real_run_against_served_model(store: Store, transformers_server: Any) -
 
 
 def _serve_children(keep: int | None = None) -> list[int]:
-    """Pids of `transformers serve` processes this test process started (but `keep`)."""
-    me = os.getpid()
+    """Pids of `transformers serve` processes this test process started (but `keep`): its
+    descendants, since a managed engine runs under a watchdog that kills it with its parent."""
+    import psutil
+
+    spared = set()
+    if keep is not None:  # the shared server: its watchdog and the engine under it
+        spared = {keep} | {p.pid for p in psutil.Process(keep).children(recursive=True)}
     out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for child in psutil.Process().children(recursive=True):
         try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
+            cmd = " ".join(child.cmdline())
+        except psutil.Error:
             continue
-        pid = int(entry.name)
-        if pid != keep and int(stat[1]) == me and "transformers" in cmd and " serve" in cmd:
-            out.append(pid)
+        if child.pid not in spared and "transformers" in cmd and " serve" in cmd:
+            out.append(child.pid)
     return out
 
 

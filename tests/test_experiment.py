@@ -113,7 +113,7 @@ def test_the_recorded_command_is_the_users_not_the_host_process(
 
 def test_edited_harness_is_a_realistic_valid_edit() -> None:
     original = load_demo_harness()
-    edited = import_folder(edited_harness_path(load_profile("cpu-small")))
+    edited = import_folder(edited_harness_path(load_profile("cpu")))
     by_binding = {t.binding: t.name for t in original.tools}
     renamed = {
         by_binding[t.binding]: t.name for t in edited.tools if by_binding[t.binding] != t.name

@@ -1,6 +1,6 @@
 """`hat experiment …`: the mini-replication of the HAT report.
 
-    hat experiment replicate --profile cpu-small --ifeval input_data.jsonl
+    hat experiment replicate --profile cpu --ifeval input_data.jsonl
     hat experiment replicate --resume <run folder>        # continue where it stopped
     hat experiment status <run folder>
 
@@ -37,7 +37,7 @@ def replicate(
     profile: Annotated[
         str | None,
         typer.Option(
-            "--profile", "-p", help="ci | cpu-shared | cpu-small | gpu, or a profile YAML file."
+            "--profile", "-p", help="ci | cpu | cpu-shared | gpu, or a profile YAML file."
         ),
     ] = None,
     out: Annotated[

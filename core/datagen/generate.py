@@ -57,12 +57,11 @@ from core.datagen.variants import HarnessVariant, VariantSampler, variants_for
 from core.harness.models import Harness
 from core.harness.render import tool_specs
 from core.runtime.client import ChatClient
-from core.runtime.loop import AgentLoop
 from core.runtime.trace import Trace
-from core.sim.graders import Grades, grade
+from core.sim.episode import play
+from core.sim.graders import Grades
 from core.sim.models import Catalog, Task
-from core.sim.oracle import OracleClient, room_bindings, task_harness
-from core.sim.room import LiveRoom
+from core.sim.oracle import OracleClient, task_harness
 from core.sim.surface import HarnessSurface
 
 GENERATOR = "hat-datagen/1"
@@ -244,12 +243,12 @@ async def run_job(
             harness, variant.skill_roles, variant.param_names, variant.param_values
         )
         client = teacher.client_for(task, variant, harness)
-        room = LiveRoom.for_task(task, catalog)
-        loop = AgentLoop(harness, client, room_bindings(room, surface))
-        trace = await asyncio.wait_for(
-            loop.run(task.viewer_message, request_id=key), config.job_timeout_s
+        episode = await asyncio.wait_for(
+            play(task, harness, client, catalog, surface=surface, request_id=key),
+            config.job_timeout_s,
         )
-        grades = grade(task, trace, harness, catalog, surface=surface)
+        trace, grades = episode.trace, episode.grades
+        assert grades is not None
     except TimeoutError:
         reason = f"the job took longer than {config.job_timeout_s:g} s"
         return _rejected(base, "timeout", [reason])

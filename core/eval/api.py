@@ -65,6 +65,10 @@ class EvalRequest(BaseModel):
     limit: int | None = Field(
         default=None, ge=1, description="At most this many tasks (prompts) per suite."
     )
+    categories: list[str] | None = Field(
+        default=None,
+        description="Agent suites: only tasks of these categories (None: every category).",
+    )
     variants: int = Field(default=8, ge=1, description="HV-QA: heldout variants per task (K).")
     samples: int = Field(default=1, ge=1, description="Repeats of every item (pass^k).")
     seed: int = Field(default=0, ge=0, description="Suite seed and HV-QA variant seeds.")
@@ -87,6 +91,23 @@ class EvalRequest(BaseModel):
         description="IFEval prompts: the official input_data.jsonl or a JSON/JSONL export of "
         "google/IFEval. None: core.eval.ifeval's default file (<home>/datasets/ifeval/).",
     )
+
+    @field_validator("categories")
+    @classmethod
+    def _known_categories(cls, categories: list[str] | None) -> list[str] | None:
+        from core.sim.models import TaskCategory
+
+        if categories is None:
+            return None
+        known = {c.value for c in TaskCategory}
+        unknown = [c for c in categories if c not in known]
+        if unknown:
+            raise ValueError(
+                f"unknown task categories {unknown}; known: {', '.join(sorted(known))}"
+            )
+        if not categories:
+            raise ValueError("categories: name at least one, or leave it unset for all")
+        return list(dict.fromkeys(categories))
 
     @field_validator("suites")
     @classmethod
@@ -111,6 +132,8 @@ class EvalRequest(BaseModel):
                 "item_timeout_s",
             },
         )
+        if data.get("categories") is None:
+            data.pop("categories", None)  # requests from before the field compare as before
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 

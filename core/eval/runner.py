@@ -74,7 +74,6 @@ from core.eval.store import (
     update_run,
 )
 from core.runtime.client import ChatClient, Message
-from core.runtime.loop import AgentLoop
 from core.runtime.trace import ModelCallStep, Trace, TraceStatus
 from core.store.errors import StoreError
 from core.store.types import utcnow
@@ -221,7 +220,11 @@ def plan_items(
                     items.append(EvalItem(suite, task_id, sample, prompt=_prompt_dict(record)))
             continue
         name = "robustness" if suite is Suite.ROBUSTNESS else "ls-qa"
-        tasks = stratified(suite_tasks(name, request.seed), request.limit)
+        tasks = suite_tasks(name, request.seed)
+        if request.categories is not None:
+            wanted = set(request.categories)
+            tasks = [t for t in tasks if t.category.value in wanted]
+        tasks = stratified(tasks, request.limit)
         for task in tasks:
             category = task.category.value
             if suite is Suite.HV_QA:
@@ -400,9 +403,8 @@ def _client(ctx: _Context, item: EvalItem, harness: Harness, surface: HarnessSur
 
 
 async def _agent_item(ctx: _Context, item: EvalItem) -> _Outcome:
-    from core.sim.graders import grade
-    from core.sim.oracle import room_bindings, task_harness
-    from core.sim.room import LiveRoom
+    from core.sim.episode import play
+    from core.sim.oracle import task_harness
     from core.sim.surface import HarnessSurface
 
     task = item.task
@@ -415,10 +417,11 @@ async def _agent_item(ctx: _Context, item: EvalItem) -> _Outcome:
             return _Outcome(_failed(item, f"variant: {type(exc).__name__}: {exc}"))
     surface = HarnessSurface(harness, {}, {}, {})
     client = _client(ctx, item, harness, surface)
-    room = LiveRoom.for_task(task, ctx.catalog)
-    loop = AgentLoop(harness, client, room_bindings(room, surface))
-    trace = await loop.run(task.viewer_message, request_id=uuid.uuid4().hex)
-    grades = grade(task, trace, harness, ctx.catalog, surface=surface)
+    episode = await play(
+        task, harness, client, ctx.catalog, surface=surface, request_id=uuid.uuid4().hex
+    )
+    trace, grades = episode.trace, episode.grades
+    assert grades is not None
     dumped = grades.model_dump(mode="json")
     reply = (trace.final_reply or "").strip()
     if trace.status is TraceStatus.MODEL_ERROR:

@@ -20,9 +20,11 @@ evaluation all use the lite harness itself, so what is trained is what is served
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from core.harness.models import Harness, PromptSection, SectionKind, Skill, Tool
+from core.sim.models import TaskCategory
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(])")
 _KEEP_KEYS = frozenset({"type", "properties", "required", "enum", "items"})
@@ -115,5 +117,47 @@ def lite_harness(
             "prompt": prompt,
             "skills": [_lite_skill(s) for s in harness.skills],
             "tools": [_lite_tool(t) for t in harness.tools],
+        }
+    )
+
+
+def category_needs(categories: Sequence[TaskCategory]) -> tuple[set[str], set[str]]:
+    """(skill roles, tool bindings) the correct behaviour of these task categories can use:
+    required and optional calls and every acceptable reply / strategy role, over the train and
+    test tasks of each category (core/sim/expect.py is the one definition of correct)."""
+    from core.sim.catalog import load_catalog
+    from core.sim.expect import plan_task
+    from core.sim.models import Split
+    from core.sim.tasks import generate_tasks
+
+    catalog = load_catalog()
+    roles: set[str] = set()
+    bindings: set[str] = set()
+    for split in (Split.TRAIN, Split.TEST):
+        for task in generate_tasks(split, seed=0, catalog=catalog, categories=list(categories)):
+            plan = plan_task(task, catalog)
+            roles |= plan.acceptable_roles()
+            bindings |= {spec.binding for spec in (*plan.required(), *plan.optional())}
+    return roles, bindings
+
+
+def focus_harness(harness: Harness, categories: Sequence[TaskCategory]) -> Harness:
+    """`harness` with only the skills and tools that `categories` can use (the `focus` mode).
+
+    Why: on a 2-core CPU the tool block is most of every training row, and a replication that
+    evaluates a few categories gains nothing from schemas no task of theirs calls. Tools are
+    kept by *binding* and skills by *role* (core/sim/surface.py), so the same cut applied to
+    an edited harness that renamed tools keeps the renamed ones. Hooks, settings and the
+    prompt's sections are kept whole: a hook whose matcher names a dropped tool never fires.
+    """
+    from core.sim.surface import HarnessSurface
+
+    roles, bindings = category_needs(categories)
+    surface = HarnessSurface(harness, {}, {}, {})
+    keep_skills = {name for role in roles if (name := surface.skill_name(role)) is not None}
+    return harness.model_copy(
+        update={
+            "skills": [s for s in harness.skills if s.name in keep_skills],
+            "tools": [t for t in harness.tools if t.binding in bindings],
         }
     )

@@ -1,6 +1,6 @@
 """Replication profiles: how big a `hat experiment replicate` run is, in one YAML file each.
 
-    profile = load_profile("cpu-small")        # resources/experiment/profiles/cpu-small.yaml
+    profile = load_profile("cpu")              # resources/experiment/profiles/cpu.yaml
     profile = load_profile("my-profile.yaml")  # or any file with the same fields
 
 A profile names the student model, the harness mode, the data to build, the two training
@@ -23,10 +23,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from core.sim.models import TaskCategory
 from core.train.config import ConfigError, OpdConfig, RlConfig, SftConfig, problems_from
 from core.yamlfile import YamlFileError, read_yaml_file
 
-PROFILES = ("ci", "cpu-shared", "cpu-small", "gpu")
+PROFILES = ("ci", "cpu", "cpu-shared", "gpu")
 
 
 class _Model(BaseModel):
@@ -72,11 +73,20 @@ class EvalSettings(_Model):
     max_tokens: int = Field(default=128, ge=8, description="Tokens per model call.")
     call_timeout_s: float = Field(default=300.0, gt=0)
     item_timeout_s: float = Field(default=900.0, gt=0)
-    concurrency: int = Field(default=1, ge=1)
+    concurrency: int = Field(
+        default=16,
+        ge=1,
+        description="Items in flight at once on the one server of a model (batched decoding: "
+        "on a CPU a batch of 16 costs little more than one sequence).",
+    )
     dtype: str | None = Field(
         default="float32", description="Serving dtype (float32 on CPU; None: the engine's choice)."
     )
-    engine: Literal["transformers", "vllm"] = "transformers"
+    engine: Literal["transformers", "vllm"] = Field(
+        default="vllm",
+        description="vllm (prefix caching, batching; the default) or transformers serve. "
+        "Without a vLLM environment the run falls back to transformers serve, and says so.",
+    )
 
 
 class Profile(_Model):
@@ -86,10 +96,16 @@ class Profile(_Model):
         default="smollm2-135m-instruct",
         description="Registered base model; the demo model is added when it is missing.",
     )
-    harness: Literal["lite", "full"] = Field(
+    harness: Literal["lite", "focus", "full"] = Field(
         default="lite",
-        description="lite: the short-text copy of the demo harness (core/experiment/lite.py), "
-        "full: the demo harness as shipped.",
+        description="lite: the short-text copy of the demo harness (core/experiment/lite.py); "
+        "focus: lite with only the skills and tools `categories` can use; full: the demo "
+        "harness as shipped.",
+    )
+    categories: list[TaskCategory] | None = Field(
+        default=None,
+        description="Task categories trained and evaluated (None: all). Data, RL tasks and "
+        "every agent suite use only these.",
     )
     max_turns: int | None = Field(default=5, ge=1, description="lite: model calls per request.")
     edited_harness: str = Field(
@@ -105,6 +121,12 @@ class Profile(_Model):
     )
     hat: HatStages
     eval: EvalSettings = Field(default_factory=EvalSettings)
+
+    @model_validator(mode="after")
+    def _focus(self) -> Profile:
+        if self.harness == "focus" and not self.categories:
+            raise ValueError("harness 'focus' needs `categories` (the skills and tools it keeps)")
+        return self
 
     def fixed_sft(self) -> SftConfig:
         """HAT's SFT settings with HAT's total step count (module doc: matched budgets)."""

@@ -1,4 +1,4 @@
-"""The mini-replication of the HAT report: `hat experiment replicate --profile cpu-small`.
+"""The mini-replication of the HAT report: `hat experiment replicate --profile cpu`.
 
     run = Replication.create(store, load_profile("ci"), out=Path("runs/ci"))
     run.run_all(on_message=print)               # resumable: Replication.open(store, folder)
@@ -50,8 +50,7 @@ from core.eval.results import Suite
 from core.experiment.profiles import Profile, edited_harness_path, parse_profile
 from core.store import Store
 
-STEPS = ("setup", "data", "train", "eval-hv-qa", "eval-ifeval", "eval-ls-qa", "eval-edit",
-         "report")  # fmt: skip
+STEPS = ("setup", "data", "train", "eval-base", "eval-fixed", "eval-hat", "report")
 MODELS = ("base", "fixed", "hat")
 EVAL_PARTS = ("hv-qa", "ifeval", "ls-qa", "edit")
 STATE_FILE = "state.json"
@@ -175,7 +174,7 @@ class Replication:
     # ------------------------------------------------------------------ 1. setup
 
     def _setup(self, entry: dict[str, Any], say: Message) -> None:
-        from core.experiment.lite import lite_harness
+        from core.experiment.lite import focus_harness, lite_harness
         from core.harness import export_folder, import_folder
         from core.harness.demo import load_demo_harness
         from core.models import RegistryError, add_demo, get
@@ -194,9 +193,12 @@ class Replication:
         entry["base_location"] = record.location
         original = load_demo_harness()
         edited = import_folder(edited_harness_path(self.profile))
-        if self.profile.harness == "lite":
+        if self.profile.harness in ("lite", "focus"):
             original = lite_harness(original, max_turns=self.profile.max_turns)
             edited = lite_harness(edited, max_turns=self.profile.max_turns)
+            if self.profile.harness == "focus" and self.profile.categories:
+                original = focus_harness(original, self.profile.categories)
+                edited = focus_harness(edited, self.profile.categories)
             name = original.name
         else:
             name = f"{original.name}-replication"
@@ -223,13 +225,18 @@ class Replication:
         from core.datagen import GenerateConfig, Teacher, generate, get_sampler
         from core.sim.catalog import load_catalog
         from core.sim.models import Split
-        from core.sim.tasks import generate_tasks
+        from core.sim.tasks import generate_tasks, suite_bytes
 
         setup = self.step("setup")
         harness = self.store.load(setup["versions"]["original"])
         catalog = load_catalog()
         data = self.profile.data
-        tasks = list(generate_tasks(Split.TRAIN, seed=data.seed, per_category=data.per_category))
+        cats = list(self.profile.categories) if self.profile.categories else None
+        tasks = list(
+            generate_tasks(
+                Split.TRAIN, seed=data.seed, per_category=data.per_category, categories=cats
+            )
+        )
         out = self.folder / "data"
         files = {"fixed": out / "fixed-k0.jsonl", "hat": out / f"hat-k{data.hat_variants}.jsonl"}
         counts: dict[str, Any] = {"tasks": len(tasks)}
@@ -252,13 +259,29 @@ class Replication:
                 raise ReplicationError(f"data: no {kind} rows were kept ({summary.to_dict()})")
             counts[kind] = {"rows": rows, **summary.to_dict()}
             say(f"{kind}: {rows} rows ({summary.rejected} rejected)")
+        if cats:  # HSA-RL plays the same categories (a task file: RlConfig.tasks)
+            rl_tasks = out / "rl-tasks.jsonl"
+            rl = self.profile.hat.rl
+            chosen = generate_tasks(
+                Split.TRAIN, seed=rl.task_seed, per_category=rl.per_category or 4, categories=cats
+            )
+            rl_tasks.write_bytes(suite_bytes(chosen))
+            files["rl_tasks"] = rl_tasks
         entry["files"] = {k: str(v) for k, v in files.items()}
         entry["counts"] = counts
 
     # ------------------------------------------------------------------ 3./4. training
 
-    def _rl_harness(self) -> str:
-        return str(self.step("setup")["folders"]["original"])
+    def _rl_update(self) -> dict[str, Any]:
+        """HSA-RL under the run's original harness, on its categories' tasks when it has any."""
+        update: dict[str, Any] = {
+            "harness": str(self.step("setup")["folders"]["original"]),
+            "merge": True,
+        }
+        rl_tasks = (self.step("data").get("files") or {}).get("rl_tasks")
+        if rl_tasks:
+            update["tasks"] = rl_tasks
+        return update
 
     def _train(self, entry: dict[str, Any], say: Message) -> None:
         """Fixed SFT and the HAT pipeline; in parallel when the profile says so (the fixed
@@ -335,7 +358,7 @@ class Replication:
             name=f"{self.state['tag']}-hat",
             sft=hat.sft.model_copy(update={"data": [self.step("data")["files"]["hat"]]}),
             opd=hat.opd,
-            rl=hat.rl.model_copy(update={"harness": self._rl_harness(), "merge": True}),
+            rl=hat.rl.model_copy(update=self._rl_update()),
         )
         on_event = _progress(say, "hat")
         run_id = entry.get("run")
@@ -420,19 +443,21 @@ class Replication:
             "concurrency": ev.concurrency,
             "call_timeout_s": ev.call_timeout_s,
             "item_timeout_s": ev.item_timeout_s,
-            "engine": ev.engine,
+            "engine": self.engine(),
             "seed": 0,
         }
+        cats = [c.value for c in self.profile.categories] if self.profile.categories else None
+        agent = {**common, "categories": cats}
         out: dict[str, Any] = {
-            "ls-qa": EvalRequest(
-                suites=[Suite.LS_QA], harness=versions["original"], limit=ev.ls_qa, **common
-            ),
             "hv-qa": EvalRequest(
                 suites=[Suite.HV_QA], harness=versions["original"], limit=ev.hv_qa,
-                variants=ev.hv_variants, **common,
+                variants=ev.hv_variants, **agent,
+            ),
+            "ls-qa": EvalRequest(
+                suites=[Suite.LS_QA], harness=versions["original"], limit=ev.ls_qa, **agent
             ),
             "edit": EvalRequest(
-                suites=[Suite.LS_QA], harness=versions["edited"], limit=ev.edit, **common
+                suites=[Suite.LS_QA], harness=versions["edited"], limit=ev.edit, **agent
             ),
         }  # fmt: skip
         if self.ifeval_path:
@@ -442,116 +467,140 @@ class Replication:
             )  # fmt: skip
         return out
 
-    def _evaluate(self, part: str, entry: dict[str, Any], say: Message) -> str | None:
-        """One suite for base, fixed-SFT and HAT at once: three servers, three evaluation runs
-        side by side (each in its own thread with its own store connection), so a deadline
-        leaves the three models with comparable item counts; "partial" when it did."""
-        from concurrent.futures import ThreadPoolExecutor
+    def engine(self, say: Message = _quiet) -> str:
+        """The serving engine: the profile's, or transformers serve when the profile asks for
+        vLLM and no vLLM environment exists here (a one-line notice, kept in the run's notes)."""
+        from core.serving.engines import default_python
 
+        engine = self.profile.eval.engine
+        if engine == "vllm" and not Path(default_python("vllm")).exists():
+            note = (
+                "no vLLM environment (scripts/setup-vllm.sh): evaluated with transformers serve "
+                "instead, one request at a time per prompt prefill"
+            )
+            notes: list[str] = self.state.setdefault("notes", [])
+            if note not in notes:
+                notes.append(note)
+                self.save()
+                say(note)
+            return "transformers"
+        return engine
+
+    def _evaluate(self, model: str, entry: dict[str, Any], say: Message) -> str | None:
+        """Every suite of one model through ONE server: the model is loaded once, items run
+        `concurrency` at a time (batched decoding) and the rendered harness is byte-stable, so
+        vLLM's prefix cache serves the shared system prompt across items and turns. Suites
+        run one after another (agent suites first); a server that died during a suite is
+        started again and the suite resumed (its model_error rows are run again). "partial"
+        when the deadline stopped it."""
         from core.eval.api import RunStatus, get_eval_run
+        from core.serving.engines import EngineConfig
+        from core.serving.server import ManagedServer
 
         runs: dict[str, str] = entry.setdefault("runs", {})
         entry.setdefault("walls", {})
-        entry.setdefault("server_start_s", {})
-        todo = []
-        for model in MODELS:
-            request = self.requests(model).get(part)
-            if request is None:
-                entry["note"] = "no IFEval prompts (give --ifeval FILE)"
-                continue
-            if model in runs and get_eval_run(self.store, runs[model]).status is RunStatus.DONE:
-                continue
-            todo.append((model, request))
+        requests = self.requests(model)
+        if "ifeval" not in requests:
+            entry["note"] = "no IFEval prompts (give --ifeval FILE)"
+        todo = [
+            (part, requests[part])
+            for part in EVAL_PARTS
+            if part in requests
+            and not (part in runs and get_eval_run(self.store, runs[part]).status is RunStatus.DONE)
+        ]
         if not todo:
             return None
         if self.deadline_passed():
             return "partial"
-        with ThreadPoolExecutor(max_workers=len(todo)) as pool:
-            futures = [
-                pool.submit(self._evaluate_model, part, model, request, entry, say)
-                for model, request in todo
-            ]
-            statuses = [f.result() for f in futures]
-        if any(s is RunStatus.STOPPED for s in statuses) and self.deadline_passed():
-            return "partial"
-        for (model, _), status in zip(todo, statuses, strict=True):
-            if status is not RunStatus.DONE:
-                run_id = runs.get(model)
-                raise ReplicationError(f"evaluation {run_id} ({part}, {model}) ended {status}")
-        return None
-
-    def _evaluate_model(
-        self, part: str, model: str, request: Any, entry: dict[str, Any], say: Message
-    ) -> Any:
-        """One model's run of one suite against its own server (a thread of `_evaluate`)."""
-        from core.eval.api import resume_eval, run_eval
-        from core.serving.engines import EngineConfig
-        from core.serving.server import ManagedServer
-
         ev = self.profile.eval
-        runs: dict[str, str] = entry["runs"]
+        engine = self.engine(say)
+        extra = ["--enable-prefix-caching"] if engine == "vllm" else []
         folder = self.model_folder(model)
         server = ManagedServer(
-            EngineConfig(ev.engine, dtype=ev.dtype),
+            EngineConfig(engine, dtype=ev.dtype, extra_args=extra,
+                         max_num_seqs=ev.concurrency if engine == "vllm" else None),
             folder,
             startup_timeout_s=900,
-            log_dir=self.folder / "logs" / f"serve-{part}-{model}",
-        )
+            log_dir=self.folder / "logs" / f"serve-{model}",
+        )  # fmt: skip
         t0 = time.monotonic()
-        with self._lock:  # opening checks (and may migrate) the schema: one thread at a time
-            store = Store.open(self.store.path, busy_timeout=60.0)
         try:
             server.start()
-            entry["server_start_s"][model] = round(time.monotonic() - t0, 1)
-            say(f"{part} {model}: serving {folder} ({entry['server_start_s'][model]:.0f} s)")
-            request = request.model_copy(
-                update={"base_url": server.base_url, "model_id": server.model_id}
-            )
-            progress = _eval_progress(say, f"{part} {model}")
-            stop = _Deadline(self.deadline)
-            if model not in runs:
-                found = _unfinished_run(store, request)
-                if found is not None:  # started by a process of this run that was killed
-                    with self._lock:
-                        runs[model] = found
-            if model in runs:
-                run = resume_eval(
-                    store, runs[model], base_url=server.base_url, on_progress=progress, stop=stop
-                )
-            else:
-                run = run_eval(store, request, on_progress=progress, stop=stop)
-                with self._lock:
-                    runs[model] = run.id
-            return run.status
+            entry["server_start_s"] = round(time.monotonic() - t0, 1)
+            say(f"{model}: serving {folder} with {engine} ({entry['server_start_s']:.0f} s)")
+            for part, request in todo:
+                request = request.model_copy(
+                    update={"engine": engine, "base_url": server.base_url,
+                            "model_id": server.model_id}
+                )  # fmt: skip
+                status = self._run_part(part, request, entry, server, say)
+                if status is RunStatus.STOPPED and self.deadline_passed():
+                    return "partial"
+                if status is not RunStatus.DONE:
+                    raise ReplicationError(
+                        f"evaluation {runs.get(part)} ({part}, {model}) ended {status}"
+                    )
         finally:
             server.stop()
-            store.close()
-            with self._lock:
-                entry["walls"][model] = round(
-                    float(entry["walls"].get(model, 0.0)) + time.monotonic() - t0, 1
-                )
+            entry["wall_s_serving"] = round(
+                float(entry.get("wall_s_serving", 0.0)) + time.monotonic() - t0, 1
+            )
+            self.save()
+        return None
+
+    def _run_part(
+        self, part: str, request: Any, entry: dict[str, Any], server: Any, say: Message
+    ) -> Any:
+        """One suite of one model on the model's running server (`_evaluate`)."""
+        from core.eval.api import resume_eval, run_eval
+
+        runs: dict[str, str] = entry["runs"]
+        t0 = time.monotonic()
+        progress = _eval_progress(say, f"{part} {self.model_label_short(request)}")
+        stop = _Deadline(self.deadline)
+        if part not in runs:
+            found = _unfinished_run(self.store, request)
+            if found is not None:  # started by a process of this run that was killed
+                runs[part] = found
                 self.save()
+        if part in runs:
+            run = resume_eval(
+                self.store, runs[part], base_url=server.base_url, on_progress=progress, stop=stop
+            )
+        else:
+            run = run_eval(self.store, request, on_progress=progress, stop=stop)
+            runs[part] = run.id
+            self.save()
+        if not server.alive:
+            say(f"{part}: the server died during the suite; starting it again and resuming")
+            server.stop()
+            server.start()
+            run = resume_eval(
+                self.store, runs[part], base_url=server.base_url, on_progress=progress, stop=stop
+            )
+        walls: dict[str, float] = entry["walls"]
+        walls[part] = round(float(walls.get(part, 0.0)) + time.monotonic() - t0, 1)
+        return run.status
 
-    def _eval_hv_qa(self, entry: dict[str, Any], say: Message) -> str | None:
-        return self._evaluate("hv-qa", entry, say)
+    def model_label_short(self, request: Any) -> str:
+        for model in MODELS:
+            if self.model_label(model) == request.model:
+                return model
+        return str(request.model)
 
-    def _eval_ls_qa(self, entry: dict[str, Any], say: Message) -> str | None:
-        return self._evaluate("ls-qa", entry, say)
+    def _eval_base(self, entry: dict[str, Any], say: Message) -> str | None:
+        return self._evaluate("base", entry, say)
 
-    def _eval_edit(self, entry: dict[str, Any], say: Message) -> str | None:
-        return self._evaluate("edit", entry, say)
+    def _eval_fixed(self, entry: dict[str, Any], say: Message) -> str | None:
+        return self._evaluate("fixed", entry, say)
 
-    def _eval_ifeval(self, entry: dict[str, Any], say: Message) -> str | None:
-        return self._evaluate("ifeval", entry, say)
+    def _eval_hat(self, entry: dict[str, Any], say: Message) -> str | None:
+        return self._evaluate("hat", entry, say)
 
     def eval_runs(self, model: str) -> dict[str, str]:
         """{part: evaluation run id} of one model, for the parts that have a run."""
-        out: dict[str, str] = {}
-        for part in EVAL_PARTS:
-            run_id = (self.step(f"eval-{part}").get("runs") or {}).get(model)
-            if run_id:
-                out[part] = run_id
-        return out
+        runs = self.step(f"eval-{model}").get("runs") or {}
+        return {part: runs[part] for part in EVAL_PARTS if runs.get(part)}
 
     def deadline_passed(self) -> bool:
         return self.deadline is not None and time.time() >= self.deadline

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 LABELS = {"base": "base", "fixed": "fixed-SFT", "hat": "HAT"}
 RESAMPLES = 2000
+UNDERTRAINED = 0.8
+"""Fixed SFT below this LS-QA accuracy on its own harness: the run is under-trained."""
 
 
 def accuracy(row: EvalResult) -> float:
@@ -137,15 +139,140 @@ def edit_summary(before: Sequence[EvalResult], after: Sequence[EvalResult]) -> d
     }
 
 
+def _grade(row: EvalResult, name: str) -> float | None:
+    value = (row.grades.get(name) or {}).get("score")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _reasons(row: EvalResult, name: str) -> list[str]:
+    return [str(r) for r in (row.grades.get(name) or {}).get("reasons") or []]
+
+
+TURNS = ("skill", "tool", "argument", "reply", "no reply")
+"""The protocol's turns in order: load the right skill, call the right tool, with the right
+arguments, then reply with the facts; "no reply" is an item that never got to a final reply
+(max_turns, an empty or failed model call)."""
+
+
+def failing_turn(row: EvalResult) -> str | None:
+    """The first turn of the protocol an item gets wrong (None: full marks), from its grades
+    in protocol order: skill selection, then tool rationality (an unknown tool name or a
+    missing call is the tool turn; a call of a needed tool with wrong arguments, seen as a
+    missing call beside a useless call, is the argument turn), then the reply's accuracy and
+    effectiveness."""
+    if row.passed and row.status is ResultStatus.OK:
+        return None
+    skill = _grade(row, "skill_selection")
+    if skill is not None and skill < 1:
+        return "skill"
+    tool = _grade(row, "tool_rationality")
+    if tool is not None and tool < 1:
+        reasons = _reasons(row, "tool_rationality")
+        if any(r.startswith("unknown tool") for r in reasons):
+            return "tool"
+        missing = any(r.startswith("missing call") for r in reasons)
+        useless = any(r.startswith("useless call") for r in reasons)
+        return "argument" if missing and useless else "tool"
+    if row.status is ResultStatus.FAILED or not row.grades:
+        return "no reply"
+    reasons = _reasons(row, "accuracy") + _reasons(row, "effectiveness")
+    if any(r.startswith("no final reply") for r in reasons):
+        return "no reply"
+    return "reply"
+
+
+def turn_counts(rows: Sequence[EvalResult]) -> dict[str, int]:
+    counts = dict.fromkeys(TURNS, 0)
+    for row in rows:
+        turn = failing_turn(row)
+        if turn is not None:
+            counts[turn] += 1
+    return counts
+
+
+def _per_task(rows: Sequence[EvalResult], value: Any = accuracy) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for r in rows:
+        out.setdefault(r.task_id, []).append(float(value(r)))
+    return out
+
+
+def variant_summary(ls: Sequence[EvalResult], hv: Sequence[EvalResult]) -> dict[str, Any]:
+    """HV-QA against LS-QA on the same tasks: the variant gap (LS - HV accuracy, paired per
+    task), worst-of-K accuracy (a task counts only if every variant of it is right), P5 of
+    the variants' mean-of-four-grades scores (bootstrapped over tasks), and per-HSA-dimension
+    cost (core.eval.stats.dimension_breakdown, paired per task)."""
+    from core.eval.stats import dimension_breakdown, paired_bootstrap
+
+    out: dict[str, Any] = {}
+    hv_tasks = _per_task(hv)
+    ls_tasks = _per_task(ls)
+    shared = [t for t in hv_tasks if t in ls_tasks]
+    if shared:
+        gap = paired_bootstrap(
+            [float(np.mean(hv_tasks[t])) for t in shared],
+            [float(np.mean(ls_tasks[t])) for t in shared],
+            n=RESAMPLES,
+        )  # mean(LS - HV)
+        out["gap"] = _ci_dict(gap)
+    if hv_tasks:
+        out["worst_of_k"] = _ci_dict(_ci([min(v) for v in hv_tasks.values()]))
+        scores = _per_task(hv, lambda r: r.score)
+        keys = sorted(scores)
+        point = float(np.percentile([s for k in keys for s in scores[k]], 5))
+        rng = np.random.default_rng(0)
+        boot = []
+        for _ in range(RESAMPLES):
+            pick = rng.integers(0, len(keys), size=len(keys))
+            boot.append(np.percentile([s for i in pick for s in scores[keys[i]]], 5))
+        low, high = np.quantile(boot, [0.025, 0.975])
+        out["p5_score"] = {"mean": point, "low": float(low), "high": float(high),
+                           "n": sum(len(v) for v in scores.values())}  # fmt: skip
+    costs = dimension_breakdown([*ls, *hv], n=RESAMPLES)
+    out["dimension_cost"] = {
+        c.dimension: {
+            "rows": c.rows,
+            "score": _ci_dict(c.score),
+            "original": c.original,
+            "cost": _ci_dict(c.cost) if c.cost else None,
+        }
+        for c in costs
+    }
+    return out
+
+
+def hv_difference(hat: Sequence[EvalResult], fixed: Sequence[EvalResult]) -> dict[str, Any] | None:
+    """HAT - fixed-SFT HV-QA accuracy, paired over the tasks both ran (a task's variants
+    averaged first)."""
+    from core.eval.stats import paired_bootstrap
+
+    a, b = _per_task(fixed), _per_task(hat)
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        return None
+    ci = paired_bootstrap(
+        [float(np.mean(a[t])) for t in shared], [float(np.mean(b[t])) for t in shared],
+        n=RESAMPLES,
+    )  # fmt: skip
+    return _ci_dict(ci)
+
+
 def collect(run: Replication) -> dict[str, Any]:
     """Every model's numbers from the stored evaluation runs (module doc)."""
     from core.eval.api import load_results
 
     models: dict[str, Any] = {}
+    hv_rows: dict[str, list[EvalResult]] = {}
     for model in ("base", "fixed", "hat"):
         runs = run.eval_runs(model)
         rows = {part: load_results(run.store, rid) for part, rid in runs.items()}
         entry: dict[str, Any] = {"runs": runs}
+        entry["turns"] = {
+            part: turn_counts(rows[part]) for part in ("ls-qa", "hv-qa", "edit") if part in rows
+        }
+        if "hv-qa" in rows:
+            hv_rows[model] = rows["hv-qa"]
+            entry["variants"] = variant_summary(rows.get("ls-qa", []), rows["hv-qa"])
         if "ls-qa" in rows:
             entry["ls-qa"] = agent_summary(rows["ls-qa"])
         if "hv-qa" in rows:
@@ -166,6 +293,8 @@ def collect(run: Replication) -> dict[str, Any]:
     hat_edit = models.get("hat", {}).get("edit")
     if hat_edit:
         hat_edit["reduction_vs_fixed"] = _ratio_ci(hat_edit["errors_after"], fixed_after)
+    if "hat" in hv_rows and "fixed" in hv_rows:
+        models["hat"]["hv_minus_fixed"] = hv_difference(hv_rows["hat"], hv_rows["fixed"])
     return models
 
 
@@ -281,15 +410,15 @@ def _plots(models: dict[str, Any], out: Path) -> dict[str, Path]:
 def _completeness(run: Replication) -> list[str]:
     """A warning line per evaluation step that did not finish (deadline or failure), and the
     run's notes (what an operator changed during the run, and why)."""
-    from core.experiment.replicate import EVAL_PARTS
+    from core.experiment.replicate import MODELS
 
     lines = [f"> **Run note:** {note}" for note in run.state.get("notes") or []]
-    for part in EVAL_PARTS:
-        entry = run.step(f"eval-{part}")
+    for model in MODELS:
+        entry = run.step(f"eval-{model}")
         status = entry.get("status", "pending")
         if status not in ("done",):
             lines.append(
-                f"> **Incomplete:** `eval-{part}` is {status}"
+                f"> **Incomplete:** `eval-{model}` is {status}"
                 + (f" ({entry['note']})" if entry.get("note") else "")
                 + "; its numbers cover the items that ran (n in the secondary table)."
             )
@@ -300,6 +429,15 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
     prof = run.profile
     steps = run.state.get("steps", {})
     lines = [f"# HAT mini-replication — profile `{prof.name}`", ""]
+    fixed_ls = ((models.get("fixed") or {}).get("ls-qa") or {}).get("accuracy")
+    if fixed_ls is None or fixed_ls["mean"] < UNDERTRAINED:
+        seen = "not measured" if fixed_ls is None else f"{pct(fixed_ls['mean'])} %"
+        lines += [
+            f"> **Under-trained:** fixed-harness SFT scores {seen} on LS-QA of its own harness "
+            f"(below {pct(UNDERTRAINED)} %), so this run does not train long enough for the "
+            "comparison to say much about the method.",
+            "",
+        ]
     command = run.state.get("command")
     if command:
         lines += ["Command:", "", "```", command, "```", ""]
@@ -377,11 +515,57 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
                 f"| {LABELS[model]} | LS-QA, edited harness | {s['n']} | {cell(s['accuracy'])} | "
                 f"{cell(s['score'])} | {cell(s['pass'])} | {fails} |"
             )
+    lines += [
+        "",
+        "### Harness variants",
+        "",
+        "Variant gap = LS-QA − HV-QA accuracy, paired per task; worst-of-K = share of tasks "
+        "right under every heldout variant; P5 = 5th percentile of the variants' mean-of-4-grades "
+        "scores (bootstrapped over tasks). All in %, 95 % intervals.",
+        "",
+        "| model | variant gap (LS − HV) | worst-of-K accuracy | P5 score |",
+        "|---|---|---|---|",
+    ]
+    for model in ("base", "fixed", "hat"):
+        v = (models.get(model) or {}).get("variants") or {}
+        lines.append(
+            f"| {LABELS[model]} | {cell(v.get('gap'))} | {cell(v.get('worst_of_k'))} "
+            f"| {cell(v.get('p5_score'))} |"
+        )
+    diff = (models.get("hat") or {}).get("hv_minus_fixed")
+    lines += [
+        "",
+        f"**HAT − fixed-SFT on HV-QA accuracy** (paired over tasks): {cell(diff)} points.",
+        "",
+        "Per-HSA-dimension cost: LS-QA score of the same tasks − HV-QA score of the variants "
+        "that changed that dimension (mean of 4 grades, %, paired per task; positive = the "
+        "dimension costs score):",
+        "",
+    ]
+    for model in ("base", "fixed", "hat"):
+        dims = ((models.get(model) or {}).get("variants") or {}).get("dimension_cost") or {}
+        text = ", ".join(f"{k} {cell(v.get('cost'))} (n={v['rows']})" for k, v in dims.items())
+        lines.append(f"- {LABELS[model]}: {text or '—'}")
     lines += ["", "HV-QA accuracy by HSA dimension of the heldout variant:", ""]
     for model in ("base", "fixed", "hat"):
         dims = (models.get(model, {}).get("hv-qa") or {}).get("dimensions") or {}
         text = ", ".join(f"{k} {pct(v['accuracy'])} (n={v['n']})" for k, v in dims.items())
         lines.append(f"- {LABELS[model]}: {text or '—'}")
+    lines += [
+        "",
+        "### Where the models fail",
+        "",
+        "Items without full marks, by the first protocol turn they get wrong (skill → tool → "
+        "argument → reply; no reply = never reached a final reply):",
+        "",
+        "| model | suite | " + " | ".join(TURNS) + " |",
+        "|---|---|" + "---|" * len(TURNS),
+    ]
+    for model in ("base", "fixed", "hat"):
+        for part, counts in ((models.get(model) or {}).get("turns") or {}).items():
+            lines.append(
+                f"| {LABELS[model]} | {part} | " + " | ".join(str(counts[t]) for t in TURNS) + " |"
+            )
     lines += ["", "## Plots", ""]
     for key, path in plots.items():
         lines.append(f"![{key}]({path.name})")
@@ -417,12 +601,10 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
                 lines.append(f"| &nbsp;&nbsp;{name} / {LABELS[model]} | {sub.get('wall_s')} |")
                 for stage, info in (sub.get("stages") or {}).items():
                     lines.append(f"| &nbsp;&nbsp;&nbsp;&nbsp;{stage} | {info.get('wall_s')} |")
-        for model, wall in (entry.get("walls") or {}).items():
-            start = (entry.get("server_start_s") or {}).get(model)
-            lines.append(
-                f"| &nbsp;&nbsp;{name} / {LABELS.get(model, model)} | {wall} "
-                f"(server start {start}) |"
-            )
+        if name.startswith("eval-") and entry.get("server_start_s") is not None:
+            lines.append(f"| &nbsp;&nbsp;server start | {entry['server_start_s']} |")
+        for part, wall in (entry.get("walls") or {}).items():
+            lines.append(f"| &nbsp;&nbsp;{name} / {part} | {wall} |")
     lines.append(f"| **total** | **{run.total_wall_s()}** |")
     pkgs = packages(run)
     machine = run.state.get("machine") or {}

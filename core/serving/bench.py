@@ -25,9 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from core.harness.models import Harness
-from core.runtime.bindings import Bindings
 from core.runtime.client import ChatClient
-from core.runtime.loop import AgentLoop
 from core.serving.latency import (
     METRICS,
     P99_MIN_SAMPLES,
@@ -37,6 +35,7 @@ from core.serving.latency import (
     request_row,
 )
 from core.serving.metrics import Histogram, parse_histograms, server_view
+from core.sim.episode import play
 from core.sim.models import Catalog, Split, Task
 from core.store import Store
 from core.store.serving import RequestRow, add_latency
@@ -124,12 +123,6 @@ class BenchResult:
         }
 
 
-def _room_bindings(task: Task, catalog: Catalog | None) -> Bindings:
-    from core.sim.room import LiveRoom
-
-    return LiveRoom.for_task(task, catalog).register(Bindings())
-
-
 async def run_latency_bench(
     harness: Harness,
     client: ChatClient,
@@ -164,8 +157,7 @@ async def run_latency_bench(
 
     async def one(index: int, task: Task, is_warmup: bool) -> None:
         recorder = RecordingClient(client)
-        loop = AgentLoop(harness, recorder, _room_bindings(task, catalog))
-        trace = await loop.run(task.viewer_message)
+        trace = (await play(task, harness, recorder, catalog, graded=False)).trace
         row = request_row(
             trace,
             session=session,

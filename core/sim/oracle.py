@@ -45,7 +45,6 @@ from core.harness.models import Harness, HookEvent, HookKind, ToolProtocol
 from core.harness.render import format_tool_call, parse_tool_calls
 from core.runtime.bindings import BindingFn, Bindings, ToolContext
 from core.runtime.client import CallTiming, DeltaCallback, Message, ModelReply
-from core.runtime.loop import AgentLoop
 from core.runtime.trace import Trace
 from core.runtime.trajectory import ToolCall
 from core.sim import facts
@@ -946,6 +945,9 @@ async def gold_trajectory(
         param_names=param_names,
         param_values=param_values,
     )
-    room = LiveRoom.for_task(task, catalog)
-    loop = AgentLoop(harness, client, room_bindings(room, client.surface))
-    return await loop.run(task.viewer_message, request_id=task.id)
+    from core.sim.episode import play
+
+    episode = await play(
+        task, harness, client, catalog, surface=client.surface, request_id=task.id, graded=False
+    )
+    return episode.trace

@@ -45,13 +45,11 @@ from core.datagen.rows import LOOP_ERRORS
 from core.datagen.variants import HarnessVariant, get_sampler, variant_seed
 from core.harness.models import Harness
 from core.runtime.client import DeltaCallback, Message, ModelError, ModelReply
-from core.runtime.loop import AgentLoop
 from core.runtime.trace import ModelCallStep, ReplyStep, SkillLoadStep, Step, ToolCallStep, Trace
+from core.sim.episode import play
 from core.sim.faults import FaultRates
-from core.sim.graders import grade
 from core.sim.models import Catalog, Task
-from core.sim.oracle import OracleClient, room_bindings, task_harness
-from core.sim.room import LiveRoom
+from core.sim.oracle import OracleClient, task_harness
 from core.sim.surface import HarnessSurface
 from core.train.data import compact_system_prompt
 
@@ -176,14 +174,14 @@ class RlEnvironment:
             self._variants[key] = cached
         return cached
 
-    def _room(self, task: Task) -> LiveRoom:
-        return LiveRoom.for_task(task, self.catalog, fault_rates=self.fault_rates)
-
     async def _gold(self, task: Task, seed: int) -> Trace:
         harness, surface = self.variant(task, seed)
         client = OracleClient(task, harness, self.catalog, surface=surface)
-        loop = AgentLoop(harness, client, room_bindings(self._room(task), surface))
-        return await loop.run(task.viewer_message, request_id=f"{task.id}@{seed}")
+        episode = await play(
+            task, harness, client, self.catalog, surface=surface,
+            fault_rates=self.fault_rates, request_id=f"{task.id}@{seed}", graded=False,
+        )  # fmt: skip
+        return episode.trace
 
     # ------------------------------------------------------------------ prompts
 
@@ -256,9 +254,12 @@ class RlEnvironment:
         harness, surface = self.variant(task, variant_seed)
         oracle = OracleClient(task, harness, self.catalog, surface=surface)
         client = _SampledTurn(oracle, turn, completion)
-        loop = AgentLoop(harness, client, room_bindings(self._room(task), surface))
-        trace = await loop.run(task.viewer_message, on_event=client.on_event)
-        grades = grade(task, trace, harness, self.catalog, surface=surface)
+        episode = await play(
+            task, harness, client, self.catalog, surface=surface,
+            fault_rates=self.fault_rates, on_event=client.on_event,
+        )  # fmt: skip
+        trace, grades = episode.trace, episode.grades
+        assert grades is not None
         scores = dict(grades.scores())
         scores["length"] = self.length_penalty(tokens)
         reasons = {
