@@ -276,6 +276,13 @@ def child_env() -> dict[str, str]:
     # work, spinning torch threads were measured 6x slower per step (115 s vs 19 s, 2 cores,
     # load ~10); on an idle machine the difference is within noise.
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # glibc's allocator returned the step's large activation buffers to the kernel and faulted
+    # them back in on the next step: a third of a CPU SFT step was system time. Keeping freed
+    # memory in the heap measured ~10 % faster (2 cores, SmolLM2-135M LoRA, 8 steps: 110.6 s
+    # against 122.3 s wall, system time 44 s against 60 s). No effect off glibc.
+    env.setdefault("MALLOC_MMAP_THRESHOLD_", str(32 * 1024 * 1024))
+    env.setdefault("MALLOC_TRIM_THRESHOLD_", str(4 * 1024**3))
+    env.setdefault("MALLOC_TOP_PAD_", str(512 * 1024 * 1024))
     env["PYTHONUNBUFFERED"] = "1"
     if not getattr(sys, "frozen", False):
         # From a checkout the child imports this very `core` and `training`. A packaged app's
