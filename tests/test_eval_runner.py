@@ -591,3 +591,35 @@ def test_plan_eval_matches_total_and_delete(store: Store) -> None:
     assert list_eval_runs(store) == []
     with pytest.raises(StoreError):
         load_results(store, run.id)
+
+
+@given(st.sets(st.sampled_from(["price", "spec", "stock", "chit_chat", "after_sales", "coupon"]),
+               min_size=1), st.integers(1, 40))  # fmt: skip
+def test_categories_keep_only_their_tasks_and_stay_stratified(cats: set[str], limit: int) -> None:
+    """A request's categories filter every agent suite before the stratified limit, so a
+    small run still covers every named category and nothing else."""
+    request = EvalRequest(
+        model="o", suites=[Suite.LS_QA, Suite.HV_QA], limit=limit, variants=2,
+        categories=sorted(cats),
+    )  # fmt: skip
+    items = plan_items(request)
+    assert {i.category for i in items} <= cats
+    ls = [i for i in items if i.suite is Suite.LS_QA]
+    assert len(ls) == min(limit, 45 * len(cats))
+    if limit >= len(cats):
+        assert {i.category for i in ls} == cats
+    hv = [i for i in items if i.suite is Suite.HV_QA]
+    assert len(hv) == 2 * len(ls)
+
+
+def test_unknown_categories_are_refused_by_name() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="unknown task categories \\['pricing'\\]"):
+        EvalRequest(model="o", suites=[Suite.LS_QA], categories=["pricing"])
+    # an unset filter leaves the fingerprint of older requests alone
+    plain = EvalRequest(model="o", suites=[Suite.LS_QA])
+    assert "categories" not in plain.model_dump(exclude_none=True)
+    assert plain.fingerprint() != EvalRequest(
+        model="o", suites=[Suite.LS_QA], categories=["price"]
+    ).fingerprint()

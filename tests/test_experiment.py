@@ -170,6 +170,54 @@ def test_lite_harness_keeps_structure_and_the_oracle_solves_tasks(which: str) ->
     assert summary.rejected == 0 and summary.written == 2 * len(tasks)
 
 
+@pytest.mark.parametrize("which", ["original", "edited"])
+def test_focus_harness_keeps_what_its_categories_use_and_the_oracle_solves_them(
+    which: str,
+) -> None:
+    """The focus cut keeps tools by binding (so the edit's renamed tools survive) and skills
+    by role; every task of the chosen categories is still solved at full marks by the oracle,
+    under the original and under HSA variants."""
+    from core.datagen import GenerateConfig, Teacher, generate, get_sampler
+    from core.experiment.lite import focus_harness
+    from core.sim.catalog import load_catalog
+    from core.sim.models import Split, TaskCategory
+    from core.sim.tasks import generate_tasks
+
+    full = (
+        load_demo_harness()
+        if which == "original"
+        else import_folder(edited_harness_path(load_profile("cpu")))
+    )
+    cats = load_profile("cpu").categories
+    assert cats is not None
+    focus = focus_harness(lite_harness(full, max_turns=4), cats)
+    bindings = {t.binding for t in focus.tools}
+    assert bindings == {"sim.get_product_by_link", "sim.check_stock",
+                        "sim.get_after_sales_policy", "sim.get_live_room_status"}  # fmt: skip
+    assert {s.name for s in focus.skills} == {"product-qa", "chit-chat", "after-sales"}
+    if which == "edited":  # the edit renamed these two; the cut keeps the new names
+        assert {"product_details", "stock_lookup"} <= {t.name for t in focus.tools}
+    assert [h.name for h in focus.hooks] == [h.name for h in full.hooks]
+    lite_len = len(render_system_prompt(lite_harness(full, max_turns=4)))
+    assert len(render_system_prompt(focus)) < 0.7 * lite_len
+    catalog = load_catalog()
+    tasks = list(generate_tasks(Split.TRAIN, seed=0, per_category=2, categories=cats))
+    assert {t.category for t in tasks} == set(cats)
+    assert TaskCategory.COUPON not in {t.category for t in tasks}
+    out = Path(__import__("tempfile").mkdtemp()) / "rows.jsonl"
+    config = GenerateConfig(out=out, variants=1, concurrency=1, sampler=get_sampler("hsa"),
+                            sampler_name="hsa")  # fmt: skip
+    summary = asyncio.run(generate(tasks, focus, catalog, Teacher.oracle(catalog), config))
+    assert summary.rejected == 0 and summary.written == 2 * len(tasks)
+
+
+def test_focus_profile_needs_categories() -> None:
+    data = load_profile("cpu").model_dump(mode="json")
+    data["categories"] = None
+    with pytest.raises(ConfigError, match="categories"):
+        parse_profile(data)
+
+
 # ----------------------------------------------------------------------------- report maths
 
 
@@ -231,3 +279,59 @@ def test_ci_replication_end_to_end(demo_model_folder: Path, hat_home: Path, tmp_
     assert again.exit_code == 0, again.output
     state = json.loads((folder / "state.json").read_text())
     assert {k: v["wall_s"] for k, v in state["steps"].items()} == walls
+
+
+def _graded(task: str, *, skill: float = 1, tool: float = 1, acc: float = 1, eff: float = 1,
+            tool_reasons: tuple[str, ...] = (), status: str = "ok",
+            suite: Suite = Suite.LS_QA, variant: int | None = None) -> EvalResult:  # fmt: skip
+    from core.eval.results import ResultStatus
+
+    grades = {
+        "skill_selection": {"score": skill, "reasons": []},
+        "tool_rationality": {"score": tool, "reasons": list(tool_reasons)},
+        "accuracy": {"score": acc, "reasons": [] if acc else ["no final reply (max_turns: x)"]},
+        "effectiveness": {"score": eff, "reasons": []},
+    }
+    full = skill == tool == acc == eff == 1 and status == "ok"
+    return EvalResult(
+        suite=suite, task_id=task, score=(skill + tool + acc + eff) / 4, passed=full,
+        grades=grades, variant_seed=variant, dimension="tool_schemas" if variant else None,
+        status=ResultStatus.OK if status == "ok" else ResultStatus.FAILED,
+        reason=None if status == "ok" else "max_turns: 4 calls",
+    )  # fmt: skip
+
+
+def test_failing_turn_follows_the_protocol_order() -> None:
+    from core.experiment.report import failing_turn, turn_counts
+
+    rows = [
+        _graded("a"),
+        _graded("b", skill=0, tool=0, acc=0),
+        _graded("c", tool=0, tool_reasons=("unknown tool 'lookup'",)),
+        _graded("d", tool=0.5, tool_reasons=("missing call: the product (sim.x {})",
+                                              "useless call get_product_by_link {}")),
+        _graded("e", acc=0, status="failed"),
+        _graded("f", eff=0.5),
+    ]  # fmt: skip
+    assert [failing_turn(r) for r in rows] == [None, "skill", "tool", "argument", "no reply",
+                                               "reply"]  # fmt: skip
+    assert turn_counts(rows) == {"skill": 1, "tool": 1, "argument": 1, "reply": 1, "no reply": 1}
+
+
+def test_variant_summary_gap_worst_of_k_and_paired_hv_difference() -> None:
+    from core.experiment.report import hv_difference, variant_summary
+
+    ls = [_graded(f"t{i}") for i in range(4)]
+    hv_fixed = [_graded(f"t{i}", acc=0 if k == 1 else 1, suite=Suite.HV_QA, variant=k)
+                for i in range(4) for k in (1, 2)]  # fmt: skip
+    hv_hat = [_graded(f"t{i}", suite=Suite.HV_QA, variant=k) for i in range(4) for k in (1, 2)]
+    fixed = variant_summary(ls, hv_fixed)
+    assert fixed["gap"]["mean"] == pytest.approx(0.5)  # LS 1.0, HV 0.5 on every task
+    assert fixed["worst_of_k"]["mean"] == 0.0  # every task has a wrong variant
+    hat = variant_summary(ls, hv_hat)
+    assert hat["gap"]["mean"] == pytest.approx(0.0) and hat["worst_of_k"]["mean"] == 1.0
+    assert hat["p5_score"]["mean"] == pytest.approx(1.0)
+    assert fixed["p5_score"]["mean"] < 1.0
+    assert "tool_schemas" in fixed["dimension_cost"]
+    diff = hv_difference(hv_hat, hv_fixed)
+    assert diff is not None and diff["mean"] == pytest.approx(0.5)
