@@ -620,6 +620,35 @@ def test_unknown_categories_are_refused_by_name() -> None:
     # an unset filter leaves the fingerprint of older requests alone
     plain = EvalRequest(model="o", suites=[Suite.LS_QA])
     assert "categories" not in plain.model_dump(exclude_none=True)
-    assert plain.fingerprint() != EvalRequest(
-        model="o", suites=[Suite.LS_QA], categories=["price"]
-    ).fingerprint()
+    assert (
+        plain.fingerprint()
+        != EvalRequest(model="o", suites=[Suite.LS_QA], categories=["price"]).fingerprint()
+    )
+
+
+def test_engine_auto_falls_back_to_transformers_with_one_notice(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, hat_home: Path
+) -> None:
+    """Without a vLLM environment, auto and an explicit vllm fall back to transformers serve
+    with a notice that says where vLLM was looked for (never a crash mid-run)."""
+    from core.cli.main import app
+    from core.serving.engines import EngineError, pick_engine
+
+    runner = CliRunner()
+    monkeypatch.setenv("HAT_VLLM_PYTHON", str(tmp_path / "no-vllm" / "python"))
+    for requested in ("auto", "vllm"):
+        engine, notice = pick_engine(requested)
+        assert engine == "transformers"
+        assert notice is not None and "no-vllm" in notice and "setup-vllm.sh" in notice
+    assert pick_engine("transformers") == ("transformers", None)
+    with pytest.raises(EngineError, match="unknown engine 'tgi'"):
+        pick_engine("tgi")
+    fake = tmp_path / "vllm" / "python"
+    fake.parent.mkdir()
+    fake.write_text("")
+    monkeypatch.setenv("HAT_VLLM_PYTHON", str(fake))
+    assert pick_engine("auto") == ("vllm", None)
+    monkeypatch.setenv("HAT_VLLM_PYTHON", str(tmp_path / "no-vllm" / "python"))
+    result = runner.invoke(app, ["eval", "run", "--model", "nosuch", "--suite", "ls-qa"])
+    assert result.exit_code != 0
+    assert "no vLLM environment" in result.output and "Traceback" not in result.output

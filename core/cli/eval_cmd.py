@@ -228,6 +228,20 @@ def _interrupted(store: Store) -> None:
     raise typer.Exit(130)
 
 
+def _engine(requested: str, base_url: str | None) -> str:
+    """The engine a managed server uses (core.serving.engines.pick_engine), its fallback
+    notice printed once; irrelevant (and not checked for) with --base-url."""
+    from core.serving.engines import EngineError, pick_engine
+
+    try:
+        engine, notice = pick_engine(requested)
+    except EngineError as exc:
+        fail(str(exc))
+    if notice is not None and base_url is None:
+        err_console.print(notice, style="yellow", markup=False)
+    return engine
+
+
 @app.command("run")
 def run_cmd(
     model: ModelOpt = None,
@@ -237,14 +251,18 @@ def run_cmd(
     variants: Annotated[int, typer.Option("--variants", min=1, help="HV-QA variants (K).")] = 8,
     samples: Annotated[int, typer.Option("--samples", min=1, help="Repeats (pass^k).")] = 1,
     seed: Annotated[int, typer.Option("--seed", min=0)] = 0,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 1,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="Items in flight (batched on the server).")
+    ] = 8,
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1)] = 256,
     temperature: Annotated[float, typer.Option("--temperature", min=0.0)] = 0.0,
     harness: Annotated[
         str | None,
         typer.Option("--harness", help="Stored version (default: live-host@production)."),
     ] = None,
-    engine: Annotated[str, typer.Option("--engine", help="transformers | vllm")] = "transformers",
+    engine: Annotated[
+        str, typer.Option("--engine", help="auto (vLLM where installed) | transformers | vllm")
+    ] = "auto",
     base_url: BaseUrlOpt = None,
     model_id: Annotated[
         str | None, typer.Option("--model-id", help="Model id at --base-url.")
@@ -261,8 +279,7 @@ def run_cmd(
     from core.eval.api import EvalError, EvalRequest, run_eval
     from core.models import DEMO_MODEL_NAME
 
-    if engine not in ("transformers", "vllm"):
-        fail(f"unknown engine {engine!r}; engines: transformers, vllm")
+    engine = _engine(engine, base_url)
     name = model or ("oracle" if oracle else DEMO_MODEL_NAME)
     try:
         request = EvalRequest(
@@ -418,8 +435,12 @@ def impact_cmd(
     limit: LimitOpt = None,
     variants: Annotated[int, typer.Option("--variants", min=1, help="HV-QA variants (K).")] = 8,
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1)] = 256,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 1,
-    engine: Annotated[str, typer.Option("--engine", help="transformers | vllm")] = "transformers",
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="Items in flight (batched on the server).")
+    ] = 8,
+    engine: Annotated[
+        str, typer.Option("--engine", help="auto (vLLM where installed) | transformers | vllm")
+    ] = "auto",
     base_url: BaseUrlOpt = None,
     oracle: Annotated[
         bool,
@@ -437,8 +458,7 @@ def impact_cmd(
     from core.eval.impact import report_markdown
     from core.models import DEMO_MODEL_NAME
 
-    if engine not in ("transformers", "vllm"):
-        fail(f"unknown engine {engine!r}; engines: transformers, vllm")
+    engine = _engine(engine, base_url)
     suites = _suites(suite)
     with open_store() as store:
         # The fixed oracle is its own "model" per version it memorised, so stored runs of the

@@ -470,20 +470,16 @@ class Replication:
     def engine(self, say: Message = _quiet) -> str:
         """The serving engine: the profile's, or transformers serve when the profile asks for
         vLLM and no vLLM environment exists here (a one-line notice, kept in the run's notes)."""
-        from core.serving.engines import default_python
+        from core.serving.engines import pick_engine
 
-        engine = self.profile.eval.engine
-        if engine == "vllm" and not Path(default_python("vllm")).exists():
-            note = (
-                "no vLLM environment (scripts/setup-vllm.sh): evaluated with transformers serve "
-                "instead, one request at a time per prompt prefill"
-            )
+        engine, notice = pick_engine(self.profile.eval.engine)
+        if notice is not None:
+            note = f"{notice} (evaluation)"
             notes: list[str] = self.state.setdefault("notes", [])
             if note not in notes:
                 notes.append(note)
                 self.save()
                 say(note)
-            return "transformers"
         return engine
 
     def _evaluate(self, model: str, entry: dict[str, Any], say: Message) -> str | None:

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.serving.engines import pick_engine
 from core.train.monitor import format_duration
 from studio.context import StudioContext
 from studio.logic.eval_view import SUITE_CHOICES
@@ -128,6 +129,12 @@ class RunView(JobView):
         self.server = Segmented([("managed", "Start a server"), ("url", "Use a running server")])
         sl.addWidget(self.server)
         self.engine = Segmented([("transformers", "transformers serve"), ("vllm", "vLLM")])
+        # vLLM where its environment is installed (batched decoding, prefix caching), as
+        # `hat eval run --engine auto` does; the tooltip says why when it is not.
+        engine, notice = pick_engine("auto")
+        self.engine.set_value(engine)
+        if notice is not None:
+            self.engine.setToolTip(notice)
         sl.addWidget(self.engine)
         url_row = QGridLayout()
         url_row.setHorizontalSpacing(10)
@@ -186,6 +193,7 @@ class RunView(JobView):
         self.max_tokens.setValue(256)
         self.concurrency = QSpinBox()
         self.concurrency.setRange(1, 64)
+        self.concurrency.setValue(8)  # batched on the server: 8 cost little more than 1
         self.version = elastic_combo()
         grid.addWidget(Field("Per suite", self.limit), 0, 0)
         variants_field = Field("HV-QA variants", self.variants)
