@@ -244,25 +244,14 @@ def check_database(home: Path) -> CheckResult:
 
     read_only = read_only_filesystem(state.path)
     if state.error is not None:
-        if not _looks_corrupt(state.error):
-            # locked, unreadable, a folder: moving an intact database aside would lose it
-            return CheckResult(
-                "database",
-                title,
-                Status.FAIL,
-                state.error,
-                [str(state.path)],
-                "fix access to the file (permissions, the file system, another program "
-                "holding it); the database itself may well be intact",
-            )
-        return CheckResult(
-            "database",
-            title,
-            Status.FAIL,
-            state.error,
-            [str(state.path)],
-            f"{moved}   (keeps the old file; a new database is created on next start)",
+        # locked, unreadable, a folder: moving an intact database aside would lose it
+        advice = (
+            f"{moved}   (keeps the old file; a new database is created on next start)"
+            if _looks_corrupt(state.error)
+            else "fix access to the file (permissions, the file system, another program "
+            "holding it); the database itself may well be intact"
         )
+        return CheckResult("database", title, Status.FAIL, state.error, [str(state.path)], advice)
     if state.unknown:
         return CheckResult(
             "database",
