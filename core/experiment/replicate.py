@@ -529,7 +529,7 @@ class Replication:
                     update={"engine": engine, "base_url": server.base_url,
                             "model_id": server.model_id}
                 )  # fmt: skip
-                status = self._run_part(part, request, entry, server, say)
+                status = self._run_part(model, part, request, entry, server, say)
                 if status is RunStatus.STOPPED and self.deadline_passed():
                     return "partial"
                 if status is not RunStatus.DONE:
@@ -545,14 +545,15 @@ class Replication:
         return None
 
     def _run_part(
-        self, part: str, request: Any, entry: dict[str, Any], server: Any, say: Message
-    ) -> Any:
+        self, model: str, part: str, request: Any, entry: dict[str, Any], server: Any,
+        say: Message,
+    ) -> Any:  # fmt: skip
         """One suite of one model on the model's running server (`_evaluate`)."""
         from core.eval.api import resume_eval, run_eval
 
         runs: dict[str, str] = entry["runs"]
         t0 = time.monotonic()
-        progress = _eval_progress(say, f"{part} {self.model_label_short(request)}")
+        progress = _eval_progress(say, f"{part} {model}")
         stop = _Deadline(self.deadline)
         if part not in runs:
             found = _unfinished_run(self.store, request)
@@ -577,12 +578,6 @@ class Replication:
         walls: dict[str, float] = entry["walls"]
         walls[part] = round(float(walls.get(part, 0.0)) + time.monotonic() - t0, 1)
         return run.status
-
-    def model_label_short(self, request: Any) -> str:
-        for model in MODELS:
-            if self.model_label(model) == request.model:
-                return model
-        return str(request.model)
 
     def _eval_base(self, entry: dict[str, Any], say: Message) -> str | None:
         return self._evaluate("base", entry, say)
