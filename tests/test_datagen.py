@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import threading
 import time
@@ -128,6 +129,8 @@ def test_cli_generate_oracle(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert len(rows(out)) == 240
     assert "wrote 240 rows" in result.output
+    # not a terminal: progress comes as plain lines (issue 19, item 15), ending with the total
+    assert re.search(r"^generate: 240/240 \(100%\) · [\d.]+ items/s · done in", result.output, re.M)
     samplers = {
         r["provenance"]["variant"]["sampler"] for r in rows(out) if r["key"].endswith("#v1")
     }

@@ -450,3 +450,33 @@ def test_files_in_memory_get_the_same_checks() -> None:
     files["tools/t.json"] = json.dumps(_tool_with(_nested(200))).encode()
     with pytest.raises(HarnessError, match="deep"):
         harness_from_files(files)
+
+
+def test_graders_and_oracle_bound_the_harness_patterns_too() -> None:
+    """Item 5's class beyond the hooks: the simulator's graders and the oracle read the same
+    forbidden-claim patterns. Before, they compiled them with plain `re`, and a backtracking
+    pattern held grading (and oracle data generation) for as long as it took: minutes here."""
+    from core.sim.catalog import load_catalog
+    from core.sim.episode import play
+    from core.sim.graders import grade
+    from core.sim.models import Split
+    from core.sim.oracle import Composer, Conversation, OracleClient
+    from core.sim.tasks import generate_tasks
+
+    catalog = load_catalog()
+    task = generate_tasks(Split.TRAIN, per_category=1)[0]
+    harness = load_demo_harness()
+    played = asyncio.run(play(task, harness, OracleClient(task, harness, catalog), catalog))
+    assert played.trace.ok
+
+    slow = _reply_hook("forbidden_claims", {"patterns": ["(a|aa)+$"]})
+    live = harness.model_copy(update={"hooks": [*harness.hooks, slow]})
+    bad_reply = played.trace.model_copy(update={"final_reply": "a" * 40 + "b"})
+    start = time.monotonic()
+    grades = grade(task, bad_reply, live, catalog)
+    composer = Composer(OracleClient(task, live, catalog), Conversation(task.viewer_message))
+    allowed = composer.allowed("a" * 40 + "b")
+    assert time.monotonic() - start < 10.0
+    assert grades.accuracy.score == 0
+    assert any("not checked" in r and "limit" in r for r in grades.accuracy.reasons)
+    assert not allowed

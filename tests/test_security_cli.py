@@ -241,3 +241,33 @@ def test_any_model_reply_through_chat(
     asyncio.run(chat_cmd._repl(session, None))
     out = capsys.readouterr().out
     _clean(out)
+
+
+@given(name=texts)
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_any_model_name_through_add_list_remove(name: str) -> None:
+    """Before, `hat models add 'live[/]host' …` registered the model, then crashed on its own
+    confirmation line; a name with ESC sequences recoloured `hat models list`."""
+    for args in (
+        ["models", "add", name, "acme/tiny-model", "--no-verify"],
+        ["models", "list"],
+        ["models", "remove", name],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code in (0, 1), result.output
+        assert not isinstance(result.exception, Exception) or isinstance(
+            result.exception, SystemExit
+        ), result.exception
+        _clean(result.output)
+        if args[1] == "add" and result.exit_code == 0:
+            assert f"registered {printable(name)} (hub: acme/tiny-model)" in result.output
+
+
+def test_a_path_with_markup_prints_literally(tmp_path: Path) -> None:
+    out = tmp_path / "runs[/]a [bold]b" / "tasks.jsonl"
+    result = runner.invoke(app, ["sim", "tasks", "--suite", "ls-qa", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.exists()
+    assert str(out) in result.output.replace("\n", "")

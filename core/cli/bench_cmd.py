@@ -46,7 +46,7 @@ def print_report(report: dict[str, Any]) -> None:
         f"{report['wall_s']:.1f} s"
     )
     console.print(
-        f"statuses {report['statuses']} · {report['model_calls']} model calls · "
+        f"statuses {esc(report['statuses'])} · {report['model_calls']} model calls · "
         f"{report['tool_calls']} tool calls · {report['hook_retries']} hook retries · "
         f"tokens from {report['token_source']}"
     )

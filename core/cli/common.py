@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from core.harness import HarnessError
 
@@ -55,6 +56,12 @@ def esc(value: object, *, multiline: bool = False) -> str:
     characters escaped (newlines too, unless `multiline`), then `[` escaped so it opens no
     tag."""
     return escape(printable(str(value), multiline=multiline))
+
+
+def cell(value: object) -> Text:
+    """`value` as a table cell: literal text (a `str` cell would be read as markup), control
+    characters escaped."""
+    return Text(printable(str(value)))
 
 
 class SafeConsole(Console):

@@ -16,7 +16,15 @@ from typing import Annotated
 
 import typer
 
-from core.cli.common import console, fail, open_store, print_problems
+from core.cli.common import (
+    ProgressLines,
+    console,
+    err_console,
+    esc,
+    fail,
+    open_store,
+    print_problems,
+)
 from core.harness import Harness, HarnessError, import_folder
 from core.sim.models import Split, Task
 
@@ -168,9 +176,22 @@ def generate(
         sampler_name=sampler,
     )
 
+    from core.datagen.generate import JobResult, pending_jobs
+
+    total = pending_jobs(task_list, config)
+    # lines, not a bar: they read the same in a terminal, a log file and CI
+    lines = ProgressLines("generate", every_s=10.0 if err_console.is_terminal else 30.0)
+    done = 0
+
+    def progress(result: JobResult) -> None:
+        nonlocal done
+        done += 1
+        verdict = "kept" if result.kept else (result.reason_kind or "rejected")
+        lines.update(done, total, f"{result.key}: {verdict}")
+
     async def run() -> GenerateSummary:
         try:
-            return await generate(task_list, base, catalog, chosen, config)
+            return await generate(task_list, base, catalog, chosen, config, on_result=progress)
         finally:
             if remote is not None:
                 await remote.close()
@@ -178,9 +199,9 @@ def generate(
     summary = asyncio.run(run())
     data = summary.to_dict()
     console.print(
-        f"wrote {data['written']} rows to {out} ({data['rejected']} rejected, "
+        f"wrote {data['written']} rows to {esc(out)} ({data['rejected']} rejected, "
         f"{data['skipped']} already done) in {data['elapsed_s']:.1f} s "
         f"({data['rows_per_s']:.0f} rows/s)"
     )
     if data["reasons"]:
-        console.print("rejected: " + json.dumps(data["reasons"]))
+        console.print("rejected: " + json.dumps(data["reasons"]), markup=False)

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from core.cli.common import console, fail, print_problems
+from core.cli.common import cell, console, esc, fail, print_problems
 from core.harness import Harness, HarnessError, export_folder, import_folder
 
 if TYPE_CHECKING:
@@ -164,12 +164,12 @@ def _summary(result: Augmented) -> None:
     variant = result.variant
     console.print(
         f"[bold]policy[/bold] {variant.policy.label}  [bold]seed[/bold] {variant.seed}  "
-        f"[bold]applied[/bold] {', '.join(variant.applied) or '(none)'}"
+        f"[bold]applied[/bold] {esc(', '.join(variant.applied) or '(none)')}"
     )
     for name, reason in variant.skipped:
-        console.print(f"  [dim]skipped[/dim] {name}: {reason}")
+        console.print(f"  [dim]skipped[/dim] {esc(name)}: {esc(reason)}")
     for name, reason in result.dropped:
-        console.print(f"  [yellow]dropped[/yellow] {name}: {reason}")
+        console.print(f"  [yellow]dropped[/yellow] {esc(name)}: {esc(reason)}")
 
 
 @app.command()
@@ -266,7 +266,9 @@ def sample(
     (out / "manifest.json").write_text(
         json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
-    console.print(f"wrote {count} variant(s) of {base.name} ({chosen.label}) to {out}")
+    console.print(
+        f"wrote {count} variant(s) of {esc(base.name)} ({esc(chosen.label)}) to {esc(out)}"
+    )
 
 
 @app.command("transforms")
@@ -276,5 +278,5 @@ def list_transforms() -> None:
 
     table = Table("dimension", "transform", "what it does")
     for t in transforms():
-        table.add_row(t.dimension.value, t.name, t.doc.splitlines()[0] if t.doc else "")
+        table.add_row(t.dimension.value, cell(t.name), cell(t.doc.splitlines()[0] if t.doc else ""))
     console.print(table)

@@ -18,7 +18,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from core.cli.common import console, fail, open_store
+from core.cli.common import cell, console, esc, fail, open_store
 
 app = typer.Typer(help="Model registry: base models, imported GGUF files, adapters.")
 
@@ -101,14 +101,14 @@ def list_cmd() -> None:
         table.add_column(column)
     for r in records:
         table.add_row(
-            r.name,
-            r.kind,
-            r.source,
-            r.base or "-",
+            cell(r.name),
+            cell(r.kind),
+            cell(r.source),
+            cell(r.base or "-"),
             _params(r.parameters),
             _size(r.weight_bytes),
-            r.dtype or "-",
-            r.location,
+            cell(r.dtype or "-"),
+            cell(r.location),
         )
     console.print(table)
 
@@ -136,7 +136,7 @@ def add_cmd(
                 record = add_hub(store, name, source, revision=revision, verify=verify)
         except RegistryError as exc:
             fail(str(exc))
-    console.print(f"registered {record.name} ({record.source}: {record.location})")
+    console.print(f"registered {esc(record.name)} ({esc(record.source)}: {esc(record.location)})")
 
 
 @app.command("import-gguf")
@@ -154,7 +154,7 @@ def import_gguf_cmd(
             )
         except RegistryError as exc:
             fail(str(exc))
-    console.print(f"imported {record.name} into {record.location}")
+    console.print(f"imported {esc(record.name)} into {esc(record.location)}")
 
 
 @app.command("add-demo")
@@ -196,9 +196,9 @@ def add_demo_cmd(
         except RegistryError as exc:
             fail(str(exc))
     if created:
-        console.print(f"demo model ready: {record.name} ({record.location})")
+        console.print(f"demo model ready: {esc(record.name)} ({esc(record.location)})")
     elif not quiet:
-        console.print(f"demo model already registered: {record.name} ({record.location})")
+        console.print(f"demo model already registered: {esc(record.name)} ({esc(record.location)})")
 
 
 @app.command("add-adapter")
@@ -215,7 +215,7 @@ def add_adapter_cmd(
             record = register_adapter(store, name, folder, base=base)
         except RegistryError as exc:
             fail(str(exc))
-    console.print(f"registered adapter {record.name} on {record.base}")
+    console.print(f"registered adapter {esc(record.name)} on {esc(record.base)}")
 
 
 @app.command("remove")
@@ -234,4 +234,6 @@ def remove_cmd(
         except RegistryError as exc:
             fail(str(exc))
     deleted = record.managed and not keep_files
-    console.print(f"removed {record.name}" + (f" and deleted {record.location}" if deleted else ""))
+    console.print(
+        f"removed {esc(record.name)}" + (f" and deleted {esc(record.location)}" if deleted else "")
+    )

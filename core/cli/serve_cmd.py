@@ -163,8 +163,8 @@ def serve(
         server = start_server(
             store, config, model, adapter=adapter, port=port, startup_timeout_s=startup_timeout
         )
-    console.print(f"OPENAI_BASE_URL={server.base_url}")
-    console.print(f"model={server.model_id}")
+    console.print(f"OPENAI_BASE_URL={server.base_url}", markup=False)
+    console.print(f"model={server.model_id}", markup=False)
     stopping = False
 
     def on_signal(_signum: int, _frame: object) -> None:

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from core.cli.common import console, describe_os_error, fail
+from core.cli.common import console, describe_os_error, esc, fail
 from core.sim.models import IntentKind, TaskCategory
 
 app = typer.Typer(help="Live-room simulator: catalog and task suites.", no_args_is_help=True)
@@ -77,7 +77,7 @@ def tasks_cmd(
             path = write_tasks(tasks, out)
         except OSError as exc:
             fail(f"cannot write {out}: {describe_os_error(exc)}")
-        console.print(f"wrote {len(tasks)} tasks ({label}, seed {seed}) to {path}")
+        console.print(f"wrote {len(tasks)} tasks ({esc(label)}, seed {seed}) to {esc(path)}")
     if stats or out is None:
         counts = category_counts(tasks)
         templates = Counter((t.category, t.template_id) for t in tasks)

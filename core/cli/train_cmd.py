@@ -23,7 +23,7 @@ from typing import Annotated, Any
 
 import typer
 
-from core.cli.common import console, err_console, fail, open_store
+from core.cli.common import cell, console, err_console, esc, fail, open_store
 from core.train.config import (
     ConfigError,
     Environment,
@@ -100,8 +100,9 @@ def _duration(seconds: Any) -> str:
 def print_event(event: dict[str, Any]) -> None:
     kind = event.get("event")
     if kind == "phase":
-        extra = f" - {event['reason']}" if event.get("reason") else ""
-        console.print(f"[bold]{event.get('phase')}[/bold]{extra}", markup=True, highlight=False)
+        extra = f" - {esc(event['reason'])}" if event.get("reason") else ""
+        phase = esc(event.get("phase"))
+        console.print(f"[bold]{phase}[/bold]{extra}", markup=True, highlight=False)
     elif kind == "log":
         parts = [f"step {event.get('step')}/{event.get('total')}"]
         for key in ("loss", "learning_rate", "grad_norm", "tokens_per_s"):
@@ -348,7 +349,10 @@ def list_cmd(
             total = f"/{run.total_steps}" if run.total_steps else ""
             created = run.created_at.strftime("%Y-%m-%d %H:%M") if run.created_at else ""
             registered = ", ".join(run.outputs.get("registered") or [])
-            table.add_row(run.id, run.stage, run.status, f"{run.step}{total}", created, registered)
+            table.add_row(
+                cell(run.id), cell(run.stage), cell(run.status), f"{run.step}{total}", created,
+                cell(registered),
+            )  # fmt: skip
         console.print(table)
 
 

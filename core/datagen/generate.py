@@ -46,7 +46,7 @@ import asyncio
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -332,6 +332,20 @@ def _jobs(
                 yield task, variant
 
 
+def _done(config: GenerateConfig) -> set[str]:
+    """Keys of the jobs a rerun skips: rows written, and rejects unless they are retried."""
+    rejects = set() if config.retry_rejects else done_keys(config.rejects_path)
+    return done_keys(config.out) | rejects
+
+
+def pending_jobs(tasks: Sequence[Task], config: GenerateConfig) -> int:
+    """How many jobs `generate` will run for `tasks` (finished ones skipped, `limit` applied):
+    the total a progress display counts towards."""
+    skip = _done(config)
+    pending = sum(job_key(t.id, i) not in skip for t in tasks for i in range(config.variants + 1))
+    return pending if config.limit is None else min(pending, config.limit)
+
+
 async def generate(
     tasks: Iterable[Task],
     harness: Harness,
@@ -353,7 +367,7 @@ async def generate(
     rejects.parent.mkdir(parents=True, exist_ok=True)
     _repair_tail(out)
     _repair_tail(rejects)
-    skip = done_keys(out) | (set() if config.retry_rejects else done_keys(rejects))
+    skip = _done(config)
     task_list = list(tasks)
     summary.skipped = sum(
         job_key(t.id, i) in skip for t in task_list for i in range(config.variants + 1)

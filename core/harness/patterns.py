@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -92,3 +92,30 @@ class TimedPattern:
             return self._compiled.fullmatch(text, timeout=self._deadline.left(self.pattern))
         except TimeoutError:
             raise PatternTimeout(self.pattern, self._deadline.seconds) from None
+
+
+GRADE_TIMEOUT_S = 2.0
+"""Limit for all of one harness's patterns against one reply, where the simulator grades or
+the oracle composes a reply (the hooks use their own `timeout`)."""
+
+
+class PatternSet:
+    """Harness patterns (deduplicated, case-insensitive) searched together in one text under
+    one time limit, for callers outside the agent loop: the graders and the oracle read the
+    same untrusted patterns the hooks do, and must not hang on them either."""
+
+    def __init__(self, patterns: Iterable[str], *, timeout_s: float = GRADE_TIMEOUT_S) -> None:
+        self.patterns = tuple(dict.fromkeys(patterns))
+        self.timeout_s = timeout_s
+
+    def matches(self, text: str) -> list[str]:
+        """The matched text of each pattern that matches, in pattern order.
+
+        Raises PatternTimeout when the patterns together run past the limit."""
+        deadline = Deadline(self.timeout_s)
+        found: list[str] = []
+        for pattern in self.patterns:
+            match = TimedPattern(pattern, deadline, ignore_case=True).search(text)
+            if match:
+                found.append(str(match.group(0)))
+        return found

@@ -56,6 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.harness.hook_params import ForbiddenClaimsParams, parse_params
 from core.harness.models import Harness, HookEvent, HookKind
+from core.harness.patterns import PatternSet, PatternTimeout
 from core.runtime.bindings import ToolError
 from core.runtime.trace import SkillLoadStep, ToolCallStep, Trace
 from core.sim import facts
@@ -258,13 +259,13 @@ def _calls(trace: Trace, surface: HarnessSurface) -> list[_Call]:
     return out
 
 
-def forbidden_patterns(harness: Harness) -> list[re.Pattern[str]]:
+def forbidden_patterns(harness: Harness) -> PatternSet:
     patterns = list(BUILTIN_FORBIDDEN)
     for hook in harness.active_hooks:
         if hook.kind is HookKind.FORBIDDEN_CLAIMS and hook.event is HookEvent.BEFORE_REPLY:
             params: ForbiddenClaimsParams = parse_params(hook.kind, hook.params)
             patterns.extend(params.patterns)
-    return [re.compile(p, re.IGNORECASE) for p in dict.fromkeys(patterns)]
+    return PatternSet(patterns)
 
 
 # ----------------------------------------------------------------------------- entry point
@@ -316,10 +317,10 @@ def accuracy(ctx: _Context, harness: Harness) -> GraderResult:
         why = ctx.trace.reason or ctx.trace.status.value
         return GraderResult(score=0, reasons=[f"no final reply ({ctx.trace.status.value}: {why})"])
     reply = ctx.reply
-    for pattern in forbidden_patterns(harness):
-        match = pattern.search(reply)
-        if match:
-            reasons.append(f"forbidden claim {match.group(0)!r}")
+    try:
+        reasons.extend(f"forbidden claim {m!r}" for m in forbidden_patterns(harness).matches(reply))
+    except PatternTimeout as exc:
+        reasons.append(f"forbidden claims not checked: {exc}")
     viewer = {k for _, k in facts.text_numbers(ctx.task.viewer_message)}
     seen = facts.data_numbers([c.result for c in ctx.calls if c.ok])
     truth = facts.data_numbers([v for v in ctx.truth.values() if not isinstance(v, ToolError)])

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +41,7 @@ from core.harness.hook_params import (
     parse_params,
 )
 from core.harness.models import Harness, HookEvent, HookKind, ToolProtocol
+from core.harness.patterns import PatternSet, PatternTimeout
 from core.harness.render import format_tool_call, parse_tool_calls
 from core.runtime.bindings import BindingFn, Bindings, ToolContext
 from core.runtime.client import CallTiming, DeltaCallback, Message, ModelReply
@@ -229,7 +229,7 @@ def read_conversation(
 @dataclass(frozen=True)
 class _Limits:
     max_chars: int
-    forbidden: tuple[re.Pattern[str], ...]
+    forbidden: PatternSet
     ignore_below: float
 
 
@@ -257,8 +257,7 @@ def reply_limits(harness: Harness) -> _Limits:
         elif hook.kind is HookKind.FACT_CHECK:
             check: FactCheckParams = parse_params(hook.kind, hook.params)
             ignore_below = min(ignore_below, check.ignore_below)
-    compiled = tuple(re.compile(p, re.IGNORECASE) for p in dict.fromkeys(patterns))
-    return _Limits(max_chars, compiled, ignore_below)
+    return _Limits(max_chars, PatternSet(patterns), ignore_below)
 
 
 class OracleClient:
@@ -429,7 +428,10 @@ class Composer:
         return True
 
     def allowed(self, text: str) -> bool:
-        return not any(p.search(text) for p in self.limits.forbidden)
+        try:
+            return not self.limits.forbidden.matches(text)
+        except PatternTimeout:
+            return False  # a reply the patterns cannot clear in time is not one to send
 
     def link(self, n: int | None) -> str:
         """How to name a product: "link 12" when 12 is grounded, else "this product"."""
