@@ -1,15 +1,18 @@
-"""`hat harness …`: validate, import/export, history, diff, labels, rollback, render."""
+"""`hat harness …`: validate, import/export, history, diff, labels, rollback, render, and
+the outside formats: import-tools (MCP tool lists, OpenAI tools), import-skill (agentskills.io
+skill folders), import-hooks (Claude Code settings.json), export-tools, export-hooks."""
 
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from core.cli.common import console, esc, fail, open_store, print_problems, printable
-from core.harness import Harness, HarnessError, export_folder, import_folder
+from core.harness import Harness, HarnessError, Problem, export_folder, import_folder
 from core.harness.models import ToolProtocol
 from core.harness.render import render_system_prompt, tool_specs
 
@@ -184,3 +187,198 @@ def render(
         typer.echo("\n# tools (sent through the API)")
         specs = json.dumps(tool_specs(harness), indent=2, ensure_ascii=False)
         typer.echo(printable(specs, multiline=True))
+
+
+# ----------------------------------------------------------------------------- outside formats
+
+IntoOpt = Annotated[
+    Path,
+    typer.Option(
+        "--into",
+        help="Harness folder to add to (created when missing or empty).",
+        show_default=False,
+    ),
+]
+ReplaceOpt = Annotated[bool, typer.Option("--replace", help="Replace components of the same name.")]
+
+
+def _added(what: str, names: list[str], into: Path, written: int, removed: int) -> None:
+    shown = ", ".join(names) if names else "nothing"
+    gone = f", {removed} old file(s) removed" if removed else ""
+    console.print(
+        f"added {len(names)} {what} to {esc(into)}: {esc(shown)} ({written} file(s) written{gone})",
+        soft_wrap=True,
+    )
+
+
+def _renames(pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        old, sep, new = pair.partition("=")
+        if not sep or not old or not new:
+            fail(f"--rename {pair!r}: write OLD=NEW (the name in the file, then the new one)")
+        out[old] = new
+    return out
+
+
+@app.command("import-tools")
+def import_tools(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="JSON files: an MCP tools/list result (or one MCP tool), an OpenAI tool or a "
+            "JSON array of tools."
+        ),
+    ],
+    into: IntoOpt,
+    rename: Annotated[
+        list[str] | None,
+        typer.Option("--rename", help="OLD=NEW: give a tool another name (repeatable)."),
+    ] = None,
+    replace: ReplaceOpt = False,
+) -> None:
+    """Add the tools of MCP or OpenAI tool files to a harness folder."""
+    from core.harness.interop import read_tools
+
+    renames = _renames(rename or [])
+    tools = []
+    problems = []
+    for file in files:
+        try:
+            tools.extend(read_tools(file, rename=renames, all_renames_used=False))
+        except HarnessError as exc:
+            problems.extend(exc.problems)
+    known = {t.binding for t in tools}
+    for old in sorted(set(renames) - known):
+        problems.append(
+            Problem("--rename", old, f"no tool in {len(files)} file(s) is named {old!r}")
+        )
+    if problems:
+        print_problems(HarnessError(problems))
+        fail(f"nothing was added to {into}")
+    _add(into, replace, "tool(s)", tools=tools)
+
+
+@app.command("import-skill")
+def import_skill(
+    folders: Annotated[
+        list[Path], typer.Argument(help="Skill folders (SKILL.md with scripts/, assets/, ...).")
+    ],
+    into: IntoOpt,
+    replace: ReplaceOpt = False,
+) -> None:
+    """Add agentskills.io skill folders, with all their files, to a harness folder."""
+    from core.harness.interop import read_skill_folder
+
+    skills = []
+    problems = []
+    for folder in folders:
+        try:
+            skills.append(read_skill_folder(folder))
+        except HarnessError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        print_problems(HarnessError(problems))
+        fail(f"nothing was added to {into}")
+    _add(into, replace, "skill(s)", skills=skills)
+
+
+@app.command("import-hooks")
+def import_hooks(
+    settings: Annotated[Path, typer.Argument(help="A Claude Code settings.json with hooks.")],
+    into: IntoOpt,
+    replace: ReplaceOpt = False,
+) -> None:
+    """Add a Claude Code settings.json's hooks to a harness folder; list what is left out."""
+    from core.harness.interop import read_claude_hooks
+
+    tool_names: list[str] = []
+    if into.is_dir() and (into / "harness.yaml").exists():
+        tool_names = [t.name for t in _read(into, trust=True).tools]
+    try:
+        found = read_claude_hooks(settings, tool_names=tool_names)
+    except HarnessError as exc:
+        print_problems(exc)
+        fail(f"nothing was added to {into}")
+    for skipped in found.skipped:
+        console.print(
+            f"[yellow]not imported[/yellow] {esc(skipped.where)}: {esc(skipped.reason)}",
+            soft_wrap=True,
+        )
+    for note in found.notes:
+        console.print(f"[yellow]note[/yellow] {esc(note)}", soft_wrap=True)
+    _add(into, replace, "hook(s)", hooks=found.hooks)
+    if found.hooks:
+        console.print(
+            "[yellow]command hooks run as python hooks, and only once trusted: store the "
+            f"folder with hat harness import {esc(into)} --trust[/yellow]",
+            soft_wrap=True,
+        )
+
+
+def _add(into: Path, replace: bool, what: str, **components: Any) -> None:
+    from core.harness.interop import add_to_folder
+
+    try:
+        added = add_to_folder(into, replace=replace, **components)
+    except HarnessError as exc:
+        print_problems(exc, into)
+        fail(f"nothing was added to {into}")
+    names = [c.name for items in components.values() for c in items]
+    _added(what, names, into, len(added.written), len(added.removed))
+
+
+class ToolFormat(StrEnum):
+    MCP = "mcp"
+    OPENAI = "openai"
+
+
+def _source(source: str, name: str | None) -> Harness:
+    path = Path(source)
+    if path.is_dir():
+        return _read(path)
+    with open_store() as store:
+        return store.load(source, harness_name=name)
+
+
+def _emit(data: Any, out: Path | None) -> None:
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if out is None:
+        typer.echo(printable(text, multiline=True), nl=False)
+        return
+    from core.harness.folder import _write_new
+
+    try:
+        _write_new(out, text.encode("utf-8"))
+    except OSError as exc:
+        fail(f"cannot write {out}: {exc.strerror or exc}")
+    console.print(f"wrote {esc(out)}")
+
+
+@app.command("export-tools")
+def export_tools(
+    source: Annotated[str, typer.Argument(help="Harness folder, or a stored version/label.")],
+    fmt: Annotated[
+        ToolFormat, typer.Option("--format", "-f", help="mcp: a tools/list result; openai: tools.")
+    ] = ToolFormat.MCP,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="File (default: stdout).")] = None,
+    name: NameOpt = None,
+) -> None:
+    """Write a harness's enabled tools as an MCP tools/list result or an OpenAI tools array."""
+    from core.harness.interop import mcp_tool_list, openai_tools
+
+    harness = _source(source, name)
+    data = mcp_tool_list(harness) if fmt is ToolFormat.MCP else openai_tools(harness)
+    _emit(data, out)
+
+
+@app.command("export-hooks")
+def export_hooks(
+    source: Annotated[str, typer.Argument(help="Harness folder, or a stored version/label.")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="File (default: stdout).")] = None,
+    name: NameOpt = None,
+) -> None:
+    """Write the hooks imported from Claude Code back as a settings.json `hooks` object."""
+    from core.harness.interop import claude_settings
+
+    _emit(claude_settings(_source(source, name)), out)

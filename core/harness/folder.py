@@ -1,5 +1,6 @@
-"""The harness folder format: harness.yaml, prompt/*.md, skills/<name>/SKILL.md, tools/*.json,
-hooks/*.yaml (+ .py for Python hooks).
+"""The harness folder format: harness.yaml, prompt/*.md, skills/<name>/SKILL.md (and any other
+files of the skill folder: scripts/, references/, assets/, LICENSE.txt, ... kept byte for byte),
+tools/*.json, hooks/*.yaml (+ .py for Python hooks).
 
 Export writes one canonical text for each component, so export -> import -> export is
 byte-identical and a folder under version control diffs cleanly. Import collects every problem
@@ -14,6 +15,8 @@ escapes (tests/test_harness_properties.py fuzzes this).
 from __future__ import annotations
 
 import ast
+import base64
+import binascii
 import contextlib
 import json
 import math
@@ -29,6 +32,7 @@ from yaml.constructor import ConstructorError
 
 from core.harness.errors import HarnessError, Problem, problems_from_validation
 from core.harness.models import (
+    MAX_SKILL_FILE_BYTES,
     Harness,
     Hook,
     HookKind,
@@ -38,6 +42,7 @@ from core.harness.models import (
     Settings,
     Skill,
     Tool,
+    skill_file_problem,
 )
 from core.yamlfile import yaml_problem
 
@@ -47,8 +52,20 @@ PROMPT_KEYS = ("style", "variables", "sections")
 ORDER_KEYS = ("skills", "tools", "hooks")
 SKILL_FRONT_KEYS = ("name", "description", "license", "compatibility", "allowed-tools", "metadata")
 TOOL_KEYS = ("type", "function", "x-hat")
-TOOL_FUNCTION_KEYS = ("name", "description", "parameters")
-TOOL_EXT_KEYS = ("binding", "annotations", "enabled", "binding_args")
+TOOL_FUNCTION_KEYS = ("name", "description", "parameters", "strict")
+TOOL_EXT_KEYS = (
+    "binding",
+    "annotations",
+    "enabled",
+    "binding_args",
+    "title",
+    "output_schema",
+    "mcp",
+)
+BINARY_DIR = ".binary"
+"""Where the store form of a skill keeps a file that is not UTF-8 text: as base64 under
+skills/<name>/.binary/<path>. A folder on disk never holds it (import skips hidden entries);
+export writes the file's own bytes at skills/<name>/<path>."""
 HOOK_KEYS = (
     "event",
     "kind",
@@ -152,7 +169,8 @@ def skill_text(skill: Skill) -> str:
     if skill.compatibility is not None:
         front["compatibility"] = skill.compatibility
     if skill.allowed_tools is not None:
-        front["allowed-tools"] = skill.allowed_tools
+        value = skill.allowed_tools
+        front["allowed-tools"] = value.split() if skill.allowed_tools_list else value
     front["metadata"] = meta
     return f"---\n{dump_yaml(front)}---\n{skill.body}"
 
@@ -165,7 +183,38 @@ def tool_text(tool: Tool) -> str:
         ext["enabled"] = False
     if tool.binding_args:
         ext["binding_args"] = tool.binding_args
-    return dump_json({**tool.to_openai(), "x-hat": ext})
+    if tool.title is not None:
+        ext["title"] = tool.title
+    if tool.output_schema is not None:
+        ext["output_schema"] = tool.output_schema
+    if tool.mcp:
+        ext["mcp"] = tool.mcp
+    spec = tool.to_openai()
+    if tool.strict is not None:
+        spec["function"]["strict"] = tool.strict
+    return dump_json({**spec, "x-hat": ext})
+
+
+def _skill_file_text(data: bytes) -> str | None:
+    """The file as text when it is UTF-8 (stored as is), None when it must go as base64."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def skill_file_entries(skill: Skill) -> list[tuple[str, str, bytes]]:
+    """(store path, store text, exact bytes) of each extra file of `skill`; the folder on disk
+    holds the bytes at skills/<name>/<path>."""
+    out = []
+    for rel, data in skill.files.items():
+        text = _skill_file_text(data)
+        if text is not None:
+            out.append((f"skills/{skill.name}/{rel}", text, data))
+        else:
+            encoded = base64.encodebytes(data).decode("ascii")
+            out.append((f"skills/{skill.name}/{BINARY_DIR}/{rel}", encoded, data))
+    return out
 
 
 def hook_text(hook: Hook) -> str:
@@ -216,6 +265,8 @@ def folder_files(harness: Harness) -> dict[str, str]:
             files[f"prompt/{section.id}.md"] = section.template
     for skill in harness.skills:
         files[f"skills/{skill.name}/SKILL.md"] = skill_text(skill)
+        for store_rel, text, _data in skill_file_entries(skill):
+            files[store_rel] = text
     for tool in harness.tools:
         files[f"tools/{tool.name}.json"] = tool_text(tool)
     for hook in harness.hooks:
@@ -234,9 +285,21 @@ def folder_files(harness: Harness) -> dict[str, str]:
     return files
 
 
+def folder_blobs(harness: Harness) -> dict[str, bytes]:
+    """Relative path -> bytes of every file export writes: the canonical texts of
+    `folder_files`, with each skill's extra files as their own bytes at their own paths."""
+    texts = folder_files(harness)
+    blobs = {rel: text.encode("utf-8") for rel, text in texts.items()}
+    for skill in harness.skills:
+        for store_rel, _text, data in skill_file_entries(skill):
+            del blobs[store_rel]
+            blobs[store_rel.replace(f"/{BINARY_DIR}/", "/", 1)] = data
+    return blobs
+
+
 _EXPORT_SHAPES = (
     re.compile(r"prompt/[^/]+\.md"),
-    re.compile(r"skills/[^/]+/SKILL\.md"),
+    re.compile(r"skills/[^/]+/.+"),
     re.compile(r"tools/[^/]+\.json"),
     re.compile(r"hooks/[^/]+\.(?:yaml|py)"),
 )
@@ -269,13 +332,14 @@ def _link_note(path: Path) -> str:
         return ""
 
 
-def _export_plan(path: Path, files: dict[str, str]) -> tuple[list[str], list[Problem]]:
+def _export_plan(path: Path, files: dict[str, bytes]) -> tuple[list[str], list[Problem]]:
     """(stale files export may delete, problems that forbid writing into `path`).
 
     Export writes into an empty (or missing) folder, or into one that holds an exported
     harness: harness.yaml and, under prompt/, skills/, tools/ and hooks/, only files of the
-    shapes export writes. It never follows a link and never deletes a file it did not write,
-    so anything else there is a problem naming the path, and nothing is written.
+    shapes export writes (any file in a skill folder is part of its skill). It never follows
+    a link and never deletes a file of another shape, so anything else there is a problem
+    naming the path, and nothing is written.
     """
     where = str(path)
     try:
@@ -399,17 +463,17 @@ def export_folder(harness: Harness, path: Path) -> None:
     HarnessError naming the path, before anything is written or deleted.
     """
     path = Path(path)
-    files = folder_files(harness)
+    files = folder_blobs(harness)
     stale, problems = _export_plan(path, files)
     if problems:
         raise HarnessError(problems)
     try:
         path.mkdir(parents=True, exist_ok=True)
-        for rel, text in files.items():
+        for rel, data in files.items():
             parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
             if parent:
                 _make_dirs(path, parent)
-            _write_new(path / rel, text.encode("utf-8"))
+            _write_new(path / rel, data)
         for rel in stale:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path / rel)
@@ -668,22 +732,84 @@ _SKILL_RENAME = {
 }
 
 
+_UTF16_BOMS = {b"\xff\xfe": "FF FE", b"\xfe\xff": "FE FF"}
+
+
+def _front_matter_problem(text: str) -> str:
+    """What is wrong with a SKILL.md whose front matter was not found, said exactly."""
+    first = text.split("\n", 1)[0].rstrip("\r")
+    if not text.strip():
+        return "missing: SKILL.md is empty; it opens with a '---' line, then YAML, then '---'"
+    if not _FRONT_OPEN_RE.match(text):
+        return (
+            f"missing: SKILL.md must open with a '---' line, but its first line is {first[:60]!r}"
+            " (then YAML: name, description, metadata; then a closing '---' line)"
+        )
+    return (
+        "missing its closing line: after the opening '---' no line holds only '---' (the "
+        "front matter ends with one, before the body)"
+    )
+
+
+def _skill_files(reader: _Reader, folder: str) -> dict[str, bytes] | None:
+    """The extra files of skills/<folder>/ (all but SKILL.md): their own bytes, or for the
+    store's `.binary/` entries the bytes their base64 holds. None after recording a problem."""
+    prefix = f"skills/{folder}/"
+    binary_prefix = f"{prefix}{BINARY_DIR}/"
+    out: dict[str, bytes] = {}
+    where: dict[str, str] = {}
+    ok = True
+    for rel in sorted(r for r in reader.files if r.startswith(prefix)):
+        if rel == f"{prefix}SKILL.md":
+            continue
+        data = reader.files[rel]
+        if rel.startswith(binary_prefix):
+            inner = rel[len(binary_prefix) :]
+            try:
+                data = base64.b64decode(data, validate=False)
+            except (binascii.Error, ValueError) as exc:
+                reader.add(rel, "", f"not base64 (the store form of a binary file): {exc}")
+                ok = False
+                continue
+        else:
+            inner = rel[len(prefix) :]
+        problem = skill_file_problem(inner)
+        if problem is not None:
+            reader.add(rel, "", f"cannot be a file of a skill: its path {problem}")
+            ok = False
+            continue
+        if len(data) > MAX_SKILL_FILE_BYTES:
+            reader.add(
+                rel, "", f"is {len(data):,} bytes; a skill file may hold {MAX_SKILL_FILE_BYTES:,}"
+            )
+            ok = False
+            continue
+        if inner in out:
+            reader.add(rel, "", f"{where[inner]} holds the same file")
+            ok = False
+            continue
+        out[inner] = data
+        where[inner] = rel
+    return out if ok else None
+
+
 def _read_skill(reader: _Reader, folder: str) -> Skill | None:
     rel = f"skills/{folder}/SKILL.md"
     if not reader.exists(rel):
         reader.add(f"skills/{folder}", "", "skill folder has no SKILL.md")
         return None
+    raw = reader.files[rel]
+    for bom, shown in _UTF16_BOMS.items():
+        if raw.startswith(bom):
+            reader.add(rel, "", f"is UTF-16 text (byte order mark {shown}); save it as UTF-8")
+            return None
     text = reader.text(rel)
     if text is None:
         return None
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark (Windows editors write one)
     parts = _split_front_matter(text)
     if parts is None:
-        reader.add(
-            rel,
-            "front matter",
-            "missing: SKILL.md must open with a '---' line, then YAML (name, description, "
-            "metadata), then a closing '---' line before the body",
-        )
+        reader.add(rel, "front matter", _front_matter_problem(text))
         return None
     front = reader.yaml_mapping(rel, parts[0], where="front matter", line_offset=1)
     if front is None:
@@ -717,8 +843,29 @@ def _read_skill(reader: _Reader, folder: str) -> Skill | None:
     data: dict[str, Any] = {
         key.replace("-", "_"): front[key] for key in SKILL_FRONT_KEYS[:-1] if key in front
     }
+    listed = front.get("allowed-tools")
+    if isinstance(listed, list):  # agentskills.io: a space-separated string or a list
+        for i, entry in enumerate(listed):
+            if not isinstance(entry, str) or not entry or entry != "".join(entry.split()):
+                reader.add(
+                    rel,
+                    f"allowed-tools.{i}",
+                    f"{entry!r}: each entry of the list is one tool name without spaces (the "
+                    "harness keeps allowed-tools as space-separated names; write it as a string "
+                    "to keep other text)",
+                )
+                ok = False
+        data["allowed_tools"] = " ".join(e for e in listed if isinstance(e, str))
+        data["allowed_tools_list"] = True
+    extra = _skill_files(reader, folder)
+    if extra is None:
+        return None
     data.update(
-        body=parts[1], kind=meta.pop("kind", "reply"), enabled=enabled == "true", metadata=meta
+        body=parts[1],
+        kind=meta.pop("kind", "reply"),
+        enabled=enabled == "true",
+        metadata=meta,
+        files=extra,
     )
     skill = reader.build(Skill, data, rel, rename=_SKILL_RENAME)
     if skill is not None and skill.name != folder:
@@ -731,6 +878,9 @@ _TOOL_RENAME = {
     "annotations": "x-hat.annotations",
     "enabled": "x-hat.enabled",
     "binding_args": "x-hat.binding_args",
+    "title": "x-hat.title",
+    "output_schema": "x-hat.output_schema",
+    "mcp": "x-hat.mcp",
 }
 
 
@@ -754,8 +904,11 @@ def _read_tool(reader: _Reader, rel: str) -> Tool | None:
             reader.add(rel, "type", f'must be "function", got {data.get("type")!r}')
             ok = False
         fn, prefix = data["function"], "function."
-    else:  # a bare function object {"name", "description", "parameters"}
-        fn, prefix = {k: v for k, v in data.items() if k != "x-hat"}, ""
+    else:  # a bare function object {"name", "description", "parameters"} (Responses API shape)
+        if data.get("type", "function") != "function":
+            reader.add(rel, "type", f'must be "function", got {data.get("type")!r}')
+            ok = False
+        fn, prefix = {k: v for k, v in data.items() if k not in ("x-hat", "type")}, ""
     if not isinstance(fn, dict):
         reader.add(rel, "function", "must be an object with name, description and parameters")
         return None
@@ -779,6 +932,10 @@ def _read_tool(reader: _Reader, rel: str) -> Tool | None:
         "annotations": ext.get("annotations", {}),
         "enabled": ext.get("enabled", True),
         "binding_args": ext.get("binding_args", {}),
+        "title": ext.get("title"),
+        "output_schema": ext.get("output_schema"),
+        "strict": fn.get("strict"),
+        "mcp": ext.get("mcp", {}),
     }
     rename = {**_TOOL_RENAME, **{k: f"{prefix}{k}" for k in TOOL_FUNCTION_KEYS}}
     tool = reader.build(Tool, fields, rel, rename=rename)
@@ -934,12 +1091,7 @@ def _unexpected_files(reader: _Reader, section_ids: set[str]) -> None:
             else:
                 msg = "prompt/ holds only <section id>.md templates"
         elif top == "skills":
-            if len(parts) == 2 or (len(parts) == 3 and parts[2] == "SKILL.md"):
-                continue
-            msg = (
-                "a skill folder holds only SKILL.md (scripts/, references/ and assets/ are not "
-                "supported; export would delete this file)"
-            )
+            continue  # every file of a skill folder belongs to its skill (_read_skill)
         elif top == "tools":
             if len(parts) == 2 and rel.endswith(".json"):
                 continue

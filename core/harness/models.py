@@ -55,7 +55,46 @@ class SkillKind(StrEnum):
     STRATEGY = "strategy"
 
 
+MAX_SKILL_FILE_BYTES = 10 * 1024 * 1024
+"""The largest extra file a skill folder may hold (a font, a template, a PDF)."""
+MAX_SKILL_FILES_BYTES = 50 * 1024 * 1024
+"""All extra files of one skill together."""
+MAX_SKILL_FILES = 1000
+MAX_SKILL_FILE_DEPTH = 8
+"""How many folders deep inside the skill folder an extra file may sit."""
+_SKILL_PATH_PART_RE = re.compile(r"^[^\x00-\x1f\x7f/\\:*?\"<>|]{1,255}$")
+
+
+def skill_file_problem(rel: str) -> str | None:
+    """Why `rel` cannot be an extra file of a skill folder (None when it can): a relative
+    POSIX path without empty, `.`/`..` or hidden parts, characters Windows or a terminal
+    cannot take, or more than MAX_SKILL_FILE_DEPTH folders; SKILL.md itself is the skill."""
+    parts = rel.split("/")
+    if rel == "SKILL.md":
+        return "is the skill itself, not an extra file"
+    if len(parts) > MAX_SKILL_FILE_DEPTH + 1:
+        return f"is nested more than {MAX_SKILL_FILE_DEPTH} folders deep"
+    for part in parts:
+        if not part:
+            return "has an empty path part (a leading, trailing or doubled '/')"
+        if part.startswith("."):
+            return "has a '.', '..' or hidden path part (hidden files are not imported)"
+        if part != part.strip() or part.endswith("."):
+            return f"part {part!r} starts or ends with a space or ends with '.'"
+        if not _SKILL_PATH_PART_RE.match(part) or any(c in _BIDI_CONTROLS for c in part):
+            return (
+                f"part {part!r} holds a character file names cannot portably hold "
+                '(control characters, \\ : * ? " < > |)'
+            )
+    return None
+
+
 class Skill(_Model):
+    # extra files are bytes: JSON dumps (the store's comparisons) carry them as base64
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, ser_json_bytes="base64", val_json_bytes="base64"
+    )
+
     name: str = Field(description="Skill identifier (lowercase, digits, hyphens; 1-64 chars).")
     description: str = Field(description="What the skill does and when to load it.")
     body: str = Field(default="", description="Markdown loaded through the load_skill tool.")
@@ -71,6 +110,19 @@ class Skill(_Model):
     )
     allowed_tools: str | None = Field(
         default=None, description="agentskills.io `allowed-tools` field (space-separated)."
+    )
+    allowed_tools_list: bool = Field(
+        default=False,
+        description="The front matter wrote allowed-tools as a YAML list; it is written back so "
+        "(one entry per space-separated name).",
+    )
+    files: dict[str, bytes] = Field(
+        default_factory=dict,
+        description=(
+            "The skill folder's other files (scripts/, references/, assets/, LICENSE.txt, ...): "
+            "path relative to the skill folder -> exact bytes. Stored with the version, "
+            "exported byte for byte."
+        ),
     )
 
     @field_validator("name")
@@ -103,12 +155,61 @@ class Skill(_Model):
             )
         return value
 
+    @field_validator("files")
+    @classmethod
+    def _check_files(cls, value: dict[str, bytes]) -> dict[str, bytes]:
+        if len(value) > MAX_SKILL_FILES:
+            raise ValueError(f"{len(value)} extra files; a skill holds at most {MAX_SKILL_FILES}")
+        seen: dict[str, str] = {}
+        total = 0
+        for rel, data in value.items():
+            problem = skill_file_problem(rel)
+            if problem is not None:
+                raise ValueError(f"file {rel!r} {problem}")
+            if len(data) > MAX_SKILL_FILE_BYTES:
+                raise ValueError(
+                    f"file {rel!r} is {len(data):,} bytes (at most {MAX_SKILL_FILE_BYTES:,})"
+                )
+            total += len(data)
+            other = seen.get(rel.casefold())
+            if other is not None:
+                raise ValueError(
+                    f"files {other!r} and {rel!r} differ only in case; they would collide on "
+                    "case-insensitive file systems"
+                )
+            seen[rel.casefold()] = rel
+        if total > MAX_SKILL_FILES_BYTES:
+            raise ValueError(
+                f"extra files total {total:,} bytes (at most {MAX_SKILL_FILES_BYTES:,} a skill)"
+            )
+        names = set(value)
+        for rel in value:  # a file where another one needs a folder (a and a/b)
+            parts = rel.split("/")
+            for i in range(1, len(parts)):
+                if "/".join(parts[:i]) in names:
+                    raise ValueError(f"file {'/'.join(parts[:i])!r} is also a folder of {rel!r}")
+        return dict(sorted(value.items()))
+
     @field_validator("compatibility")
     @classmethod
     def _check_compatibility(cls, value: str | None) -> str | None:
         if value is not None and len(value) > 500:
             raise ValueError(f"compatibility is {len(value)} characters; the limit is 500")
         return value
+
+    @model_validator(mode="after")
+    def _check_allowed_tools_list(self) -> Skill:
+        value = self.allowed_tools
+        if self.allowed_tools_list and value is not None and value != " ".join(value.split()):
+            raise FieldValueError(
+                "allowed_tools",
+                "written as a list, allowed-tools holds names separated by single spaces",
+            )
+        return self
+
+
+MCP_EXTRA_TOOL_KEYS = ("icons", "execution", "_meta")
+"""MCP tool fields the loop does not use but keeps, so an MCP list exports back as it came."""
 
 
 class Tool(_Model):
@@ -126,6 +227,19 @@ class Tool(_Model):
             "Parameter name the model sees -> name the binding takes. Lets a harness rename a "
             "parameter (an operator's edit, or HSA) while the implementation keeps its own."
         ),
+    )
+    title: str | None = Field(default=None, description="MCP `title`: a display name.")
+    output_schema: dict[str, Any] | None = Field(
+        default=None, description="MCP `outputSchema`: JSON Schema of structured results."
+    )
+    strict: bool | None = Field(
+        default=None,
+        strict=True,  # "yes" is not true: a value that would change on export is refused
+        description='OpenAI `"strict"` (structured outputs); kept and exported.',
+    )
+    mcp: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Other MCP tool fields kept as they came (icons, _meta, execution).",
     )
 
     @field_validator("name")
@@ -161,6 +275,29 @@ class Tool(_Model):
         from core.harness.schema import check_parameters_schema
 
         check_parameters_schema(value)
+        return value
+
+    @field_validator("output_schema")
+    @classmethod
+    def _check_output_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        from core.harness.schema import check_json_schema
+
+        if value.get("type") != "object":
+            raise ValueError('an output schema describes a JSON object: "type" must be "object"')
+        check_json_schema(value)
+        return value
+
+    @field_validator("mcp")
+    @classmethod
+    def _check_mcp(cls, value: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(value) - set(MCP_EXTRA_TOOL_KEYS))
+        if unknown:
+            raise ValueError(
+                f"unknown MCP field(s) {', '.join(unknown)} "
+                f"(kept: {', '.join(MCP_EXTRA_TOOL_KEYS)})"
+            )
         return value
 
     def to_openai(self) -> dict[str, Any]:
