@@ -425,7 +425,8 @@ class MainWindow(QMainWindow):
     def _update_workspace_button(self) -> None:
         text = workspace.describe_home(self.home)
         metrics = self.workspace_button.fontMetrics()
-        self.workspace_button.setText(metrics.elidedText(text, Qt.TextElideMode.ElideMiddle, 150))
+        # cut from the left: the last folder names the workspace, its parents rarely do
+        self.workspace_button.setText(metrics.elidedText(text, Qt.TextElideMode.ElideLeft, 150))
         self.workspace_button.setToolTip(f"Workspace folder: {self.home}")
         self.workspace_button.setAccessibleName(f"Workspace {text}")
 

@@ -24,17 +24,57 @@ if TYPE_CHECKING:  # the harness modules load in a worker, after the window pain
 MERGE_SECONDS = 2.0
 
 
+def _name_in(snap: Snapshot, attr: str, uid: int) -> str | None:
+    if snap.attr != attr or uid not in snap.uids:
+        return None
+    return str(snap.value[snap.uids.index(uid)].name)
+
+
 class SnapshotCommand(QUndoCommand):
+    """One undo step. With a `subject` (attribute, component uid) its `text` is a template
+    with `{name}`, filled with the component's name *now*: a step made before a rename then
+    describes the component by the name it will be saved under."""
+
     def __init__(
-        self, session: EditSession, before: Snapshot, after: Snapshot, text: str, merge_key: Any
+        self,
+        session: EditSession,
+        before: Snapshot,
+        after: Snapshot,
+        text: str,
+        merge_key: Any,
+        subject: tuple[str, int] | None = None,
     ) -> None:
-        super().__init__(text)
+        super().__init__()
+        self.template = text if subject is not None else None
+        self.subject = subject
         self.session = session
+        self.setText(self._fill(text, after))
         self.before = before
         self.after = after
         self.merge_key = merge_key
         self.stamp = time.monotonic()
         self._first = True
+
+    def _fill(self, text: str, snap: Snapshot) -> str:
+        if self.subject is None:
+            return text
+        attr, uid = self.subject
+        name = _name_in(snap, attr, uid)
+        if name is None and self.session.doc is not None:
+            index = self.session.doc.index_of(attr, uid)
+            name = None if index is None else self.session.doc.item(attr, index).name
+        return text.replace("{name}", name or "?")
+
+    def describe(self) -> str:
+        """The step's text with its component's current name (the text it was made with when
+        the component is gone)."""
+        if self.template is None or self.subject is None or self.session.doc is None:
+            return self.text()
+        attr, uid = self.subject
+        index = self.session.doc.index_of(attr, uid)
+        if index is None:
+            return self.text()
+        return self.template.replace("{name}", self.session.doc.item(attr, index).name)
 
     def id(self) -> int:
         return 1 if self.merge_key is not None else -1
@@ -46,6 +86,9 @@ class SnapshotCommand(QUndoCommand):
             return False
         self.after = other.after
         self.stamp = other.stamp
+        if other.template is not None:  # a merged rename: the step says the new name
+            self.template, self.subject = other.template, other.subject
+        self.setText(other.text())
         return True
 
     def redo(self) -> None:
@@ -66,18 +109,28 @@ class EditSession(QObject):
     """A different harness (or version) was loaded: every view reloads."""
     dirtyChanged = Signal(bool)
     draftsChanged = Signal()
+    stepsChanged = Signal()
+    """A step was pushed, undone or redone, after the stack counts it (`change_count`)."""
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.doc: HarnessDocument | None = None
         self.stack = QUndoStack(self)
         self.stack.cleanChanged.connect(self._clean_changed)
+        # a pushed step is on the stack only after its redo() has run (and `changed` and
+        # `dirtyChanged` with it): a count read then is one short
+        self.stack.indexChanged.connect(self._index_changed)
         self._origin: object = None
         self.version_labels: tuple[str, ...] = ()
 
     def _clean_changed(self, _clean: bool) -> None:
         with contextlib.suppress(RuntimeError):  # the stack is destroyed with the app
             self.dirtyChanged.emit(self.dirty)
+
+    def _index_changed(self, _index: int) -> None:
+        with contextlib.suppress(RuntimeError):  # the stack is destroyed with the app
+            self.stack.index()
+            self.stepsChanged.emit()
 
     # ------------------------------------------------------------------ state
 
@@ -112,18 +165,52 @@ class EditSession(QObject):
         self.stack.setClean()
         self.dirtyChanged.emit(self.dirty)
 
+    def change_count(self) -> int:
+        """How many unsaved changes there are: the undo steps between the saved version and
+        now. The page header and the save dialog both say this number, so they cannot
+        disagree. Dirty with no step in between (the saved state was undone past and then
+        replaced) counts as one."""
+        if self.doc is None or self.stack.isClean():
+            return 0
+        clean, index = self.stack.cleanIndex(), self.stack.index()
+        steps = index if clean < 0 else abs(index - clean)
+        return max(steps, 1)
+
+    def change_texts(self) -> list[str]:
+        """What the unsaved steps did, oldest first, each once, naming components by their
+        current names (a hook renamed after an edit is not named by its old name)."""
+        clean, index = self.stack.cleanIndex(), self.stack.index()
+        start, end = (0, index) if clean < 0 else (min(clean, index), max(clean, index))
+        texts: list[str] = []
+        for i in range(start, end):
+            command = self.stack.command(i)
+            text = command.describe() if isinstance(command, SnapshotCommand) else command.text()
+            if text and text not in texts:
+                texts.append(text)
+        return texts
+
     # ------------------------------------------------------------------ edits
 
     def push(
-        self, after: Snapshot, text: str, origin: object = None, merge_key: Any = None
+        self,
+        after: Snapshot,
+        text: str,
+        origin: object = None,
+        merge_key: Any = None,
+        subject: tuple[str, int] | None = None,
     ) -> None:
-        """Validate and apply `after` as one undoable step; raises HarnessError if invalid."""
+        """Validate and apply `after` as one undoable step; raises HarnessError if invalid.
+
+        `subject` (attribute, uid): the component the step is about; `text` then holds
+        `{name}` for its name (see `SnapshotCommand`)."""
         assert self.doc is not None
+        if subject is not None and "{name}" not in text:
+            raise ValueError(f"a step with a subject needs '{{name}}' in its text: {text!r}")
         self.doc.validated(after.attr, after.value)  # raise before touching the stack
         before = self.doc.snapshot(after.attr)
         self._origin = origin
         try:
-            self.stack.push(SnapshotCommand(self, before, after, text, merge_key))
+            self.stack.push(SnapshotCommand(self, before, after, text, merge_key, subject))
         finally:
             self._origin = None
 

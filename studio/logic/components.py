@@ -323,6 +323,28 @@ def tool_from_fields(
         raise HarnessError(problems_of(exc, f"tools/{name}.json")) from None
 
 
+def param_field(index: int, rows: list[ParamRow]) -> str:
+    """The field a problem of parameter row `index` names: `parameters.<name>`, the way an
+    operator knows the parameter (not its position, which they never see). A row without a
+    name, or repeating an earlier row's name, also says which row it is."""
+    if not 0 <= index < len(rows):
+        raise IndexError(f"no parameter row {index} (the tool has {len(rows)})")
+    name = rows[index].name.strip()
+    if not name:
+        return f"parameters (row {index + 1}, no name)"
+    if any(r.name.strip() == name for r in rows[:index]):
+        return f"parameters.{name} (row {index + 1})"
+    return f"parameters.{name}"
+
+
+def param_row_of_field(field: str, rows: list[ParamRow]) -> int | None:
+    """The row a `param_field` names (None when the field names no row of `rows`)."""
+    for i in range(len(rows)):
+        if param_field(i, rows) == field:
+            return i
+    return None
+
+
 def param_row_of_problem(message: str, rows: list[ParamRow]) -> int | None:
     """The row a whole-schema message (`... at properties/<name>/...`) points at."""
     match = _PROP_PATH_RE.search(message)

@@ -268,8 +268,8 @@ class ComponentEditor(QWidget):
 
     def commit(self) -> None:
         self._timer.stop()
-        i = self.index
-        if i is None or self.session.doc is None:
+        i, uid = self.index, self.uid
+        if i is None or uid is None or self.session.doc is None:
             return
         current = self.session.doc.item(self.attr, i)
         try:
@@ -278,9 +278,10 @@ class ComponentEditor(QWidget):
                 snap = self.session.doc.replaced(self.attr, i, new)
                 self.session.push(
                     snap,
-                    f"Edit {self.noun.lower()} {new.name}",
+                    f"Edit {self.noun.lower()} {{name}}",
                     origin=self,
                     merge_key=(self.uid, self.merge_field),
+                    subject=(self.attr, uid),
                 )
                 self._shown = new
         except HarnessError as exc:

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from core.harness import HarnessError
 from studio import dialogs, theme
 from studio.context import StudioContext
+from studio.logic.version_names import short_id, version_title
 from studio.pages.component_tree import ComponentTree
 from studio.pages.hook_editor import HookEditor
 from studio.pages.overview import OverviewEditor
@@ -144,7 +145,12 @@ class HarnessPage(QWidget):
         self.session.stack.canUndoChanged.connect(self.undo_button.setEnabled)
         self.session.stack.canRedoChanged.connect(self.redo_button.setEnabled)
         self.session.dirtyChanged.connect(lambda _d: self._update_header())
+        self.session.stepsChanged.connect(self._update_header)
         self.session.draftsChanged.connect(self._update_header)
+        self.session.draftsChanged.connect(self._recheck_blockers)
+        self.session.changed.connect(lambda _a, _o: self._recheck_blockers())
+        self._blocked = False
+        """The banner shows why saving was refused; it follows the fixes until none is left."""
         self.tree.selected.connect(self._select)
         self.tree.add_requested.connect(self.add_component)
         self.tree.delete_requested.connect(self.delete_component)
@@ -153,6 +159,7 @@ class HarnessPage(QWidget):
         self.overview.open_location.connect(self._open_location)
         self.versions.open_version.connect(self.open_version)
         self.versions.rolled_back.connect(self._rolled_back)
+        self.versions.logged.connect(self._update_header)  # name the version by its title
         self.harness_picker.activated.connect(self._pick_harness)
         ctx.opened.connect(self._store_opened)
         ctx.openFailed.connect(self._open_failed)
@@ -178,6 +185,7 @@ class HarnessPage(QWidget):
     def _open_failed(self, message: str) -> None:
         self.loading.setText("The workspace could not be opened.")
         self.header.subtitle.setText("No workspace")
+        self._blocked = False
         self.banner.show_message(
             "error", f"Cannot open the workspace database: {message}", closable=False
         )
@@ -273,6 +281,7 @@ class HarnessPage(QWidget):
             if data.get("version") == version_id
             else f" (made on version {str(data.get('version'))[:10]})"
         )
+        self._blocked = False
         self.banner.show_message(
             "info",
             "Recovered unsaved edits from the last session" + where + ". Save them as a version, "
@@ -305,19 +314,24 @@ class HarnessPage(QWidget):
         doc = self.session.doc
         if doc is None:
             return
-        base = (doc.version_id or "")[:10]
         labels = self.versions.labels_of(doc.version_id or "") or self.session.version_labels
-        tag = f" · {', '.join(labels)}" if labels else ""
+        info = next((v for v in self.versions.versions if v.id == doc.version_id), None)
+        if info is not None:
+            title = version_title(info, labels)
+        else:
+            tags = f"{', '.join(labels)} · " if labels else ""
+            title = f"{tags}{short_id(doc.version_id or '')}"
         self.header.title.setText(f"Harness · {doc.harness.name}")
-        self.header.subtitle.setText(f"Editing from version {base}{tag}")
-        changes = self.session.stack.count() - max(0, self.session.stack.cleanIndex())
+        self.header.subtitle.setText(f"Editing from version {title}")
+        changes = self.session.change_count()
         if doc.drafts:
             # a draft (one component) may have several problems, and has at least one
             n_fields = max(len(doc.draft_problems()), 1)
             self.dirty.setText(f"●  {n_fields} field{'s' if n_fields > 1 else ''} to fix")
             self.dirty.setToolTip("Some input does not validate yet; it is kept in its editor.")
         elif self.session.dirty:
-            self.dirty.setText(f"●  {max(changes, 1)} unsaved change{'s' if changes > 1 else ''}")
+            n = max(changes, 1)
+            self.dirty.setText(f"●  {n} unsaved change{'s' if n > 1 else ''}")
             self.dirty.setToolTip("Edits not yet in a saved version")
         else:
             self.dirty.setText("")
@@ -369,8 +383,9 @@ class HarnessPage(QWidget):
         self.flush()
         item = {"skills": doc.new_skill, "tools": doc.new_tool, "hooks": doc.new_hook}[attr]()
         index = len(getattr(doc.harness, attr))
+        snap = doc.inserted(attr, index, item)
         self.session.push(
-            doc.inserted(attr, index, item), f"Add {attr[:-1]} {item.name}", origin=self
+            snap, f"Add {attr[:-1]} {{name}}", origin=self, subject=(attr, snap.uids[index])
         )
         self.tree.select(attr, doc.uid(attr, index))
 
@@ -385,7 +400,13 @@ class HarnessPage(QWidget):
         copy = src.model_copy(update={"name": name}, deep=True)
         if attr == "tools":
             copy = copy.model_copy(update={"binding": src.binding})
-        self.session.push(doc.inserted(attr, index + 1, copy), f"Duplicate {src.name}", origin=self)
+        snap = doc.inserted(attr, index + 1, copy)
+        self.session.push(
+            snap,
+            f"Duplicate {src.name} as {{name}}",
+            origin=self,
+            subject=(attr, snap.uids[index + 1]),
+        )
         self.tree.select(attr, doc.uid(attr, index + 1))
 
     def delete_component(self, attr: str, index: int) -> None:
@@ -398,6 +419,7 @@ class HarnessPage(QWidget):
         try:
             self.session.push(doc.removed(attr, index), f"Delete {attr[:-1]} {name}", origin=self)
         except HarnessError as exc:
+            self._blocked = False
             self.banner.show_message("error", f"Cannot delete {name}: {exc}")
             return
         self.session.set_draft(f"{attr}:{uid}", None)
@@ -433,12 +455,7 @@ class HarnessPage(QWidget):
         return doc.save_blockers() if doc is not None else []
 
     def suggested_message(self) -> str:
-        stack = self.session.stack
-        texts: list[str] = []
-        for i in range(max(0, stack.cleanIndex()), stack.index()):
-            t = stack.text(i)
-            if t and t not in texts:
-                texts.append(t)
+        texts = self.session.change_texts()
         if not texts:
             return "Save"
         if len(texts) > 3:
@@ -456,19 +473,14 @@ class HarnessPage(QWidget):
             return False
         blockers = self.save_blockers()
         if blockers:
-            text = "Fix these first; your input is kept in its editor:\n• " + "\n• ".join(
-                blockers[:8]
-            )
-            if len(blockers) > 8:
-                text += f"\n• … and {len(blockers) - 8} more"
-            self.banner.show_message("error", "Cannot save yet. " + text)
+            self._show_blockers(blockers)
             return False
         if message is None:
             labels = sorted({"production", "staging", *self.versions.all_labels()})
-            changes = self.session.stack.count() - max(0, self.session.stack.cleanIndex())
+            changes = self.session.change_count()
             base = (doc.version_id or "")[:10]
             summary = (
-                f"{max(changes, 0)} change(s) since version {base}. "
+                f"{changes} change{'s' if changes != 1 else ''} since version {base}. "
                 "Versions are immutable: this adds one."
             )
             answer = dialogs.ask_save(self, self.suggested_message(), summary, labels)
@@ -496,6 +508,7 @@ class HarnessPage(QWidget):
                 self.session.mark_saved(info.id, info.labels)
             else:
                 doc.version_id = info.id
+            self._blocked = False
             self.banner.hide()
             self.ctx.versionsChanged.emit()
             self.versions.set_harness(harness.name, info.id)
@@ -509,6 +522,7 @@ class HarnessPage(QWidget):
             self._saving = False
             self.save_button.setEnabled(True)
             self.save_button.setText("Save version")
+            self._blocked = False
             self.banner.show_message(
                 "error",
                 f"The version was not saved: {exc}\nYour edits are kept; nothing in the store "
@@ -517,6 +531,25 @@ class HarnessPage(QWidget):
 
         self.ctx.run_store(work, on_done=done, on_error=fail, label="Saving version")
         return True
+
+    def _show_blockers(self, blockers: list[str]) -> None:
+        text = "Fix these first; your input is kept in its editor:\n• " + "\n• ".join(blockers[:8])
+        if len(blockers) > 8:
+            text += f"\n• … and {len(blockers) - 8} more"
+        self.banner.show_message("error", "Cannot save yet. " + text)
+        self._blocked = True
+
+    def _recheck_blockers(self) -> None:
+        """After a refused save, keep the banner to what is still wrong, and take it away
+        once every field is fixed (a banner naming fixed fields sends people looking)."""
+        if not self._blocked or self.session.doc is None:
+            return
+        blockers = self.session.doc.save_blockers()
+        if blockers:
+            self._show_blockers(blockers)
+        else:
+            self._blocked = False
+            self.banner.hide()
 
     def confirm_leave(self, what: str, then: Any = None) -> bool:
         """True when it is fine to replace the edited harness now. On "save", starts saving and

@@ -25,6 +25,8 @@ from studio.logic.components import (
     CUSTOM,
     TYPES,
     ParamRow,
+    param_field,
+    param_row_of_field,
     param_row_of_problem,
     parse_tool_text,
     rows_from_schema,
@@ -225,7 +227,7 @@ class ToolEditor(ComponentEditor):
         rows = [c.row() for c in self.param_cards]
         result = schema_from_rows(rows, self._base_schema)
         problems = [
-            Problem(f"tools/{current.name}.json", f"parameters[{i}]", "; ".join(m))
+            Problem(f"tools/{current.name}.json", param_field(i, rows), "; ".join(m))
             for i, m in result.row_errors.items()
         ]
         problems += [Problem(f"tools/{current.name}.json", "parameters", m) for m in result.errors]
@@ -299,9 +301,9 @@ class ToolEditor(ComponentEditor):
         whole: list[str] = []
         taken: set[str] = set()
         for p in problems:
-            if p.field.startswith("parameters["):
-                i = int(p.field[len("parameters[") : p.field.index("]")])
-                per_row.setdefault(i, []).append(p.message)
+            row = param_row_of_field(p.field, rows)
+            if row is not None:
+                per_row.setdefault(row, []).append(p.message)
                 taken.add(f"{p.field}: {p.message}")
             elif p.field == "parameters":
                 i = param_row_of_problem(p.message, rows)

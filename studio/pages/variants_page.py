@@ -117,6 +117,10 @@ class VariantsPage(QWidget):
 
         self.banner = Banner()
         body.addWidget(self.banner)
+        self.source = label("", "Faint", wrap=True)
+        self.source.setTextFormat(Qt.TextFormat.PlainText)
+        body.addWidget(self.source)
+        self._version_titles: dict[str, str] = {}
         self.summary = QHBoxLayout()
         self.summary.setSpacing(6)
         body.addLayout(self.summary)
@@ -136,7 +140,9 @@ class VariantsPage(QWidget):
         self.view_meta = label("", "Faint")
         th.addWidget(self.view_meta)
         tl.addLayout(th)
-        self.harness_diff = SideBySideDiff("Original", "Variant")
+        # each skill and tool of the variant faces the one it came from, not the one at its
+        # position (after a rename and a reorder those differ)
+        self.harness_diff = SideBySideDiff("Original", "Variant, paired by identity")
         tl.addWidget(self.harness_diff, 1)
         split.addWidget(top)
         bottom = QFrame()
@@ -172,6 +178,7 @@ class VariantsPage(QWidget):
         self.export_button.clicked.connect(self.export_dialog)
         self.export_button.setEnabled(False)
         ctx.opened.connect(self._load_tasks)
+        ctx.versionsChanged.connect(self._version_titles.clear)  # labels may have moved
         if ctx.store is not None:
             self._load_tasks()
 
@@ -204,8 +211,17 @@ class VariantsPage(QWidget):
             self.schedule()
 
     def showEvent(self, event: Any) -> None:
-        if self._ready and self.view is None:
-            self.schedule()
+        doc = self.ctx.session.doc
+        stale = (
+            self.view is not None
+            and doc is not None
+            and (
+                self.view.original is not doc.harness
+                or self.view.request.version_id != (doc.version_id or "")
+            )
+        )
+        if self._ready and (self.view is None or stale):
+            self.schedule()  # the editor moved on since this preview: show its harness now
         super().showEvent(event)
 
     # ------------------------------------------------------------------ requests
@@ -232,12 +248,49 @@ class VariantsPage(QWidget):
     def request(self) -> Any:
         from studio.logic.variants import VariantRequest
 
+        doc = self.ctx.session.doc
         return VariantRequest(
             task_id=self.task.currentData(),
             bank=self.bank.value(),
             strength=self.strength.value(),
             dimensions=tuple(k for k, b in self.dimension_buttons.items() if b.isChecked()),
             seed=self.seed.value(),
+            version_id=(doc.version_id or "") if doc is not None else "",
+            unsaved=self.ctx.session.dirty,
+        )
+
+    def source_text(self, request: Any, harness_name: str) -> str:
+        """Which harness the preview is of: the stored version the editor holds (labels,
+        short id, message) and whether unsaved edits are in it, so a variant is never taken
+        for one of another version."""
+        from studio.logic.version_names import short_id
+
+        vid = request.version_id
+        if not vid:
+            where = f"{harness_name} (not saved as a version yet)"
+        else:
+            where = f"{harness_name} · {self._version_titles.get(vid) or short_id(vid)}"
+        edits = " + unsaved edits from the editor" if request.unsaved else ""
+        return f"Previewing {where}{edits}"
+
+    def _want_title(self, version_id: str) -> None:
+        """Read the version's title once (labels and message live in the store)."""
+        if not version_id or version_id in self._version_titles or self.ctx.store is None:
+            return
+        self._version_titles[version_id] = ""
+
+        def done(info: Any) -> None:
+            from studio.logic.version_names import version_title
+
+            self._version_titles[version_id] = version_title(info)
+            if self.view is not None and self.view.request.version_id == version_id:
+                self.source.setText(self.source_text(self.view.request, self.view.original.name))
+
+        self.ctx.run_store(
+            lambda store: store.info(version_id),
+            on_done=done,
+            on_error=lambda _e: None,
+            label="Reading version",
         )
 
     def compute(self) -> None:
@@ -252,6 +305,8 @@ class VariantsPage(QWidget):
         harness = doc.harness
         req = self.request()
         self.ctx.settings.setValue("variants/task", req.task_id)
+        self._want_title(req.version_id)
+        self.source.setText(self.source_text(req, harness.name))
         self.view_meta.setText("sampling…")
 
         def done(view: Any) -> None:
@@ -273,6 +328,7 @@ class VariantsPage(QWidget):
         from studio.logic.variants import transform_label
 
         self.view = view
+        self.source.setText(self.source_text(view.request, view.original.name))
         self.export_button.setEnabled(True)
         if view.gold_problem:
             self.banner.show_message("warning", f"No gold trajectory: {view.gold_problem}")

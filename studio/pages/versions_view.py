@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QMimeData, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QMimeData, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QDrag, QMouseEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -28,11 +28,16 @@ from PySide6.QtWidgets import (
 from core.harness import HarnessError
 from studio import dialogs, theme
 from studio.context import StudioContext
-from studio.widgets.common import Banner, ElidedLabel, button, label, label_kind, tool_button
+from studio.logic.version_names import short_id, version_title, version_tooltip
+from studio.widgets.common import Banner, button, label, label_kind, tool_button
 from studio.widgets.diffview import SideBySideDiff
 
 LABEL_MIME = "application/x-hat-label"
 ROLE = Qt.ItemDataRole.UserRole
+TOOLTIP = Qt.ItemDataRole.ToolTipRole
+NOTHING = ""
+"""The compare combos' data for "nothing": the side before a harness's first version."""
+NOTHING_TITLE = "nothing (before the first version)"
 COMPONENT_ICONS = {
     "manifest": "settings",
     "prompt": "prompt",
@@ -54,6 +59,22 @@ def ago(moment: datetime, now: datetime | None = None) -> str:
             n = seconds // size
             return f"{n} {unit}{'s' if n > 1 else ''} ago"
     return "just now"  # pragma: no cover
+
+
+def diff_from_nothing(store: Any, version_id: str) -> list[Any]:
+    """Every file of a version as "added" (the first version has nothing before it)."""
+    from core.harness.folder import folder_files
+    from core.store.harness_versions import ComponentDiff, component_of, unified_diff
+
+    out = []
+    for path, text in sorted(folder_files(store.load(version_id)).items()):
+        component, name = component_of(path)
+        out.append(
+            ComponentDiff(
+                path, component, name, "added", None, text, unified_diff(path, None, text)
+            )
+        )
+    return out
 
 
 class LabelChip(QLabel):
@@ -85,10 +106,14 @@ class LabelChip(QLabel):
 
 
 class VersionRow(QFrame):
+    """One version in the history. The message wraps and every label chip is shown whole:
+    an operator finds a version by what they wrote and the label they moved, so neither is
+    cut (the list sizes each row to its wrapped height)."""
+
     label_dropped = Signal(str, str)
     """(label, version id)"""
 
-    def __init__(self, info: Any, head: bool, editing: bool) -> None:
+    def __init__(self, info: Any, head: bool, editing: bool, first: bool = False) -> None:
         super().__init__()
         self.setObjectName("VersionRow")
         self.info = info
@@ -96,14 +121,20 @@ class VersionRow(QFrame):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(10, 8, 10, 8)
         lay.setSpacing(3)
-        top = QHBoxLayout()
-        top.setSpacing(6)
-        msg = ElidedLabel(info.message or "(no message)", "VersionMessage")
-        msg.setToolTip(info.message)
-        top.addWidget(msg, 1)
-        for name in info.labels:
-            top.addWidget(LabelChip(name))
-        lay.addLayout(top)
+        self.message = label(info.message or "(no message)", "VersionMessage", wrap=True)
+        self.message.setTextFormat(Qt.TextFormat.PlainText)
+        self.message.setToolTip(version_tooltip(info))
+        lay.addWidget(self.message)
+        self.chips: list[LabelChip] = []
+        if info.labels:
+            chips = QHBoxLayout()
+            chips.setSpacing(6)
+            for name in info.labels:
+                c = LabelChip(name)
+                self.chips.append(c)
+                chips.addWidget(c)
+            chips.addStretch(1)
+            lay.addLayout(chips)
         meta = QHBoxLayout()
         meta.setSpacing(6)
         extra = []
@@ -111,12 +142,14 @@ class VersionRow(QFrame):
             extra.append("head")
         if editing:
             extra.append("in editor")
-        meta.addWidget(
-            label(
-                f"{info.id[:10]} · {ago(info.created_at)}" + "".join(f" · {e}" for e in extra),
-                "VersionMeta",
-            )
+        if first:
+            extra.append("first version")
+        self.meta = label(
+            f"{short_id(info.id)} · {ago(info.created_at)}" + "".join(f" · {e}" for e in extra),
+            "VersionMeta",
         )
+        self.meta.setToolTip(info.id)
+        meta.addWidget(self.meta)
         meta.addStretch(1)
         lay.addLayout(meta)
 
@@ -134,6 +167,8 @@ class VersionRow(QFrame):
 class VersionsView(QWidget):
     open_version = Signal(str)
     rolled_back = Signal(str)
+    logged = Signal()
+    """The history was read again (labels and messages other views name versions by)."""
 
     def __init__(self, ctx: StudioContext, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -170,6 +205,11 @@ class VersionsView(QWidget):
         self.list.customContextMenuRequested.connect(
             lambda pos: self._version_menu(self.list.viewport().mapToGlobal(pos))
         )
+        self._fit_timer = QTimer(self)
+        self._fit_timer.setSingleShot(True)
+        self._fit_timer.setInterval(0)
+        self._fit_timer.timeout.connect(self._fit_rows)
+        self.list.viewport().installEventFilter(self)
         ll.addWidget(self.list, 1)
         io = QHBoxLayout()
         self.import_button = button(
@@ -193,7 +233,8 @@ class VersionsView(QWidget):
         rl.setSpacing(10)
         actions = QHBoxLayout()
         actions.setSpacing(8)
-        self.selected_title = label("", "SectionTitle")
+        self.selected_title = label("", "SectionTitle", wrap=True)
+        self.selected_title.setTextFormat(Qt.TextFormat.PlainText)
         actions.addWidget(self.selected_title, 1)
         self.open_button = button("Open in editor", "harness")
         self.open_button.clicked.connect(self._open_selected)
@@ -219,6 +260,10 @@ class VersionsView(QWidget):
         self.b_combo = QComboBox()
         for c in (self.a_combo, self.b_combo):
             c.setMinimumWidth(220)
+            # titles are whole ("production · a1b2c3d4 · message"): the closed combo shrinks
+            # to its column and elides, the open list shows them in full
+            c.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            c.setMinimumContentsLength(24)
             c.activated.connect(lambda _i: self.compare())
         cmp.addWidget(self.a_combo, 1)
         arrow = QLabel()
@@ -294,6 +339,32 @@ class VersionsView(QWidget):
         row = self.list.currentRow()
         return self.versions[row] if 0 <= row < len(self.versions) else None
 
+    def eventFilter(self, watched: Any, event: Any) -> bool:
+        if watched is self.list.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_timer.start()  # after the resize settles (a scroll bar may come and go)
+        return super().eventFilter(watched, event)
+
+    def _fit_rows(self) -> None:
+        """Give each history row the height its wrapped message needs at the width the list
+        gives it (the style sheet pads items, so the row is narrower than the viewport)."""
+        fallback = max(120, self.list.viewport().width() - 12)
+        for i in range(self.list.count()):
+            item = self.list.item(i)
+            row = self.list.itemWidget(item)
+            if row is None:
+                continue
+            row.ensurePolished()  # the style sheet sets the message's font
+            for child in row.findChildren(QLabel):
+                child.ensurePolished()
+            rect = self.list.visualItemRect(item)
+            laid_out = row.width() > 0 and rect.width() > row.width() - 1
+            width = row.width() if laid_out and row.width() > 60 else fallback
+            pad = max(0, rect.height() - row.height()) if laid_out else 10
+            height = row.heightForWidth(width) if row.hasHeightForWidth() else -1
+            if height < 0:
+                height = row.sizeHint().height()
+            item.setSizeHint(QSize(0, height + pad))
+
     def _show_log(self, versions: list[Any]) -> None:
         keep = self.selected().id if self.selected() is not None else None
         self.versions = versions
@@ -302,21 +373,31 @@ class VersionsView(QWidget):
         for i, info in enumerate(versions):
             item = QListWidgetItem()
             item.setData(ROLE, info.id)
-            row = VersionRow(info, head=i == 0, editing=info.id == self.base_id)
-            row.label_dropped.connect(self.move_label)
-            fm = row.fontMetrics()
-            item.setSizeHint(QSize(0, 2 * fm.height() + 30))
+            widget = VersionRow(
+                info,
+                head=i == 0,
+                editing=info.id == self.base_id,
+                first=i == len(versions) - 1 and not info.parent_id,
+            )
+            widget.label_dropped.connect(self.move_label)
             self.list.addItem(item)
-            self.list.setItemWidget(item, row)
+            self.list.setItemWidget(item, widget)
+        self._fit_rows()
+        self._fit_timer.start()  # again once the rows are polished and laid out
         self.list.blockSignals(False)
         self.count.setText(f"{len(versions)} version{'s' if len(versions) != 1 else ''}")
         for combo in (self.a_combo, self.b_combo):
             current = combo.currentData()
             combo.blockSignals(True)
             combo.clear()
-            for info in versions:
-                tags = f"  [{', '.join(info.labels)}]" if info.labels else ""
-                combo.addItem(f"{info.id[:10]} · {info.message[:40]}{tags}", info.id)
+            if combo is self.a_combo:
+                combo.addItem(NOTHING_TITLE, NOTHING)
+                combo.setItemData(
+                    0, "Compare with an empty harness: every file shows as added", TOOLTIP
+                )
+            for i, info in enumerate(versions):
+                combo.addItem(version_title(info, head=i == 0), info.id)
+                combo.setItemData(combo.count() - 1, version_tooltip(info), TOOLTIP)
             if current is not None:
                 idx = combo.findData(current)
                 if idx >= 0:
@@ -327,22 +408,29 @@ class VersionsView(QWidget):
         if versions:
             self.list.setCurrentRow(row)
             self._row_changed(row)
+        self.logged.emit()
 
     def _row_changed(self, row: int) -> None:
+        """Select a version and compare it with the one before it; the first version is
+        compared with nothing (comparing it with itself would say "no change")."""
         info = self.selected()
         if info is None:
             return
-        self.selected_title.setText(info.message or info.id[:10])
+        first = row == len(self.versions) - 1 and not info.parent_id
+        title = info.message or short_id(info.id)
+        self.selected_title.setText(f"{title}  (first version)" if first else title)
+        self.selected_title.setToolTip(version_tooltip(info))
         self.rollback_button.setEnabled(row > 0)
         b = self.b_combo.findData(info.id)
-        parent = (
-            info.parent_id
-            if info.parent_id
-            else (self.versions[row + 1].id if row + 1 < len(self.versions) else info.id)
-        )
+        if info.parent_id:
+            parent = info.parent_id
+        elif row + 1 < len(self.versions):
+            parent = self.versions[row + 1].id
+        else:
+            parent = NOTHING
         a = self.a_combo.findData(parent)
         if a < 0:
-            a = b
+            a = self.a_combo.findData(NOTHING)
         self.a_combo.setCurrentIndex(a)
         self.b_combo.setCurrentIndex(b)
         self.compare()
@@ -362,9 +450,18 @@ class VersionsView(QWidget):
     # ------------------------------------------------------------------ diff
 
     def compare(self, a: str | None = None, b: str | None = None) -> None:
-        a = a or self.a_combo.currentData()
+        """Diff version `a` against `b` in a worker; `a` empty ("nothing") shows every file
+        of `b` as added."""
+        a = self.a_combo.currentData() if a is None else a
         b = b or self.b_combo.currentData()
-        if not a or not b:
+        if a is None or not b:
+            return
+        if a == NOTHING:
+            self.ctx.run_store(
+                lambda store: diff_from_nothing(store, b),
+                on_done=self._show_diff,
+                label="Reading version",
+            )
             return
         self.ctx.run_store(
             lambda store: store.diff(a, b), on_done=self._show_diff, label="Comparing versions"
@@ -397,8 +494,9 @@ class VersionsView(QWidget):
         if not 0 <= row < len(self.diffs):
             return
         d = self.diffs[row]
-        a = self.a_combo.currentText().split(" · ")[0]
-        b = self.b_combo.currentText().split(" · ")[0]
+        a_id, b_id = self.a_combo.currentData() or "", self.b_combo.currentData() or ""
+        a = short_id(a_id) if a_id else "nothing"
+        b = short_id(b_id)
         self.diff.set_titles(f"{a}  ·  {d.change if d.change != 'added' else 'absent'}", f"{b}")
         self.diff.set_texts(d.old_text, d.new_text, wrap=d.path.endswith(".md"))
         self.diff.scroll_to_first_change()
@@ -494,7 +592,7 @@ class VersionsView(QWidget):
         if not dialogs.confirm(
             self,
             "Roll back",
-            f"Roll back {self.name} to version {info.id[:10]}?",
+            f"Roll back {self.name} to version {version_title(info)}?",
             "Roll back",
             "This adds a new version with that content. Nothing is deleted, and labels stay "
             "where they are.",
