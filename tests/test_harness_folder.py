@@ -338,7 +338,7 @@ def test_unknown_fields_everywhere_are_all_reported(demo_copy: Path) -> None:
     )
     edit_json(
         demo_copy / "tools" / "get_size_chart.json",
-        lambda d: d["function"].update(strict=True),  # type: ignore[attr-defined]
+        lambda d: d["function"].update(strictness=True),  # type: ignore[attr-defined]
     )
     edit_json(demo_copy / "tools" / "list_coupons.json", lambda d: d.update(kind="tool"))
     replace_in(
@@ -352,7 +352,7 @@ def test_unknown_fields_everywhere_are_all_reported(demo_copy: Path) -> None:
     find(problems, "harness.yaml", "order.prompts", "unknown field")
     find(problems, "hooks/reply-length.yaml", "severity", "unknown field")
     find(problems, "tools/check_stock.json", "x-hat.owner", "unknown field")
-    find(problems, "tools/get_size_chart.json", "function.strict", "unknown field")
+    find(problems, "tools/get_size_chart.json", "function.strictness", "unknown field")
     find(problems, "tools/list_coupons.json", "kind", "unknown field")
     find(problems, "skills/chit-chat/SKILL.md", "author", "unknown field")
     assert len(problems) == 10, "\n".join(map(str, problems))
@@ -364,18 +364,16 @@ def test_hook_yaml_may_not_rename_the_hook(demo_copy: Path) -> None:
 
 
 def test_unexpected_files_are_reported(demo_copy: Path) -> None:
-    (demo_copy / "skills" / "chit-chat" / "references").mkdir()
-    (demo_copy / "skills" / "chit-chat" / "references" / "faq.md").write_text("x")
+    # a skill's own files (references/, scripts/, …) are part of the skill since issue 20
     (demo_copy / "tools" / "notes.txt").write_text("x")
     (demo_copy / "hooks" / "old.yaml.bak").write_text("x")
     (demo_copy / "prompt" / "unused.md").write_text("x")
     (demo_copy / "NOTES.md").write_text("top-level files are fine")
     problems = problems_of(demo_copy)
-    find(problems, "skills/chit-chat/references/faq.md", "", "export would delete")
     find(problems, "tools/notes.txt", "", "unexpected file")
     find(problems, "hooks/old.yaml.bak", "", "unexpected file")
     find(problems, "prompt/unused.md", "", "no prompt section uses")
-    assert len(problems) == 4
+    assert len(problems) == 3
 
 
 # ----------------------------------------------------------------------------- prompt pipeline

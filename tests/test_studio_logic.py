@@ -242,3 +242,21 @@ def test_variant_preview_is_seeded_and_exports(tmp_path) -> None:
     assert import_folder(folder) == c.variant
     record = json.loads(sidecar.read_text())
     assert record["seed"] == 4 and record["task"] == task.id and "gold" in record
+
+
+def test_editing_a_skill_keeps_its_other_files() -> None:
+    """A published skill folder's scripts/ and references/ are part of the skill (issue 20);
+    the editor's form and raw SKILL.md text hold neither, so an edit must carry them over."""
+    from studio.logic.components import parse_skill_text, skill_file_text, skill_from_fields
+
+    harness = load_demo_harness()
+    skill = harness.skills[0].model_copy(
+        update={"files": {"scripts/run.sh": b"#!/bin/sh\necho hi\n", "assets/x.bin": b"\x00\xff"}}
+    )
+    edited = skill_from_fields(
+        name=skill.name, description="new words", body=skill.body, kind=skill.kind.value,
+        enabled=skill.enabled, base=skill,
+    )  # fmt: skip
+    assert edited.files == skill.files and edited.description == "new words"
+    # the raw text alone parses to a skill without them: the editor copies them over
+    assert parse_skill_text(skill_file_text(skill), harness).files == {}

@@ -135,7 +135,11 @@ class SkillEditor(ComponentEditor):
         assert self.session.doc is not None
         current = self.current()
         file = f"skills/{current.name}/SKILL.md" if current is not None else None
-        return parse_skill_text(self.raw.toPlainText(), self.session.doc.harness, file)
+        skill = parse_skill_text(self.raw.toPlainText(), self.session.doc.harness, file)
+        if current is not None and current.files:
+            # SKILL.md's text holds no other file: keep the skill's scripts/, references/ …
+            skill = skill.model_copy(update={"files": current.files})
+        return skill
 
     def after_commit(self) -> None:
         super().after_commit()
