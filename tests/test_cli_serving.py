@@ -92,7 +92,7 @@ def test_serve_errors_name_the_cause(tmp_path: Path) -> None:
         == 0
     )
     result = runner.invoke(app, ["serve", "--model", "base", "--adapter", "ad"])
-    assert result.exit_code == 1 and "cannot load a LoRA/PEFT adapter" in flat(result.output)
+    assert result.exit_code == 1 and "merging 'ad' failed" in flat(result.output)
     result = runner.invoke(app, ["serve", "--engine", "sglang", "--model", "base"])
     assert result.exit_code == 1 and "unknown engine" in result.output
 

@@ -21,7 +21,7 @@ from core.serving import (
     free_port,
 )
 from core.serving.client import tokenizer_counter
-from core.serving.engines import default_python
+from core.serving.engines import cpu_dtype, cpu_native_bf16, default_python
 from tests.test_serving_support import fake_adapter_folder, fake_model_folder
 
 
@@ -59,7 +59,7 @@ def test_vllm_command_line_cpu_defaults_tools_and_lora(
     spec = build_launch(config, "/models/base", port=9000, served_name="base")
     argv = spec.argv
     assert argv[:3] == ["/opt/vllm/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
-    assert argv[argv.index("--dtype") + 1] == "float32"
+    assert argv[argv.index("--dtype") + 1] == cpu_dtype()
     assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.3"
     assert "--enforce-eager" in argv
     i = argv.index("--enable-auto-tool-choice")
@@ -169,7 +169,7 @@ def test_registry_names_to_a_vllm_server_with_its_adapter(
     from core.serving.launch import server_for
     from core.store import Store
 
-    monkeypatch.setattr("core.serving.engines.has_gpu", lambda: False)
+    monkeypatch.setattr("core.serving.engines.has_gpu", lambda: True)  # LoRA as such: a GPU
     with Store.open() as store:
         add_folder(store, "base", fake_model_folder(tmp_path / "base"))
         add_folder(store, "other", fake_model_folder(tmp_path / "other"))
@@ -182,5 +182,19 @@ def test_registry_names_to_a_vllm_server_with_its_adapter(
         assert server_for(store, EngineConfig("vllm", python="p"), "sft").model.endswith("base")
         with pytest.raises(RegistryError, match="was trained on 'base', not 'other'"):
             server_for(store, EngineConfig("vllm", python="p"), "other", adapter="sft")
-        with pytest.raises(EngineError, match="cannot load a LoRA/PEFT adapter"):
+        # transformers serve, and vLLM on a CPU, get the adapter merged on demand (a real
+        # merge child: these fake folders hold no weights, so it fails, naming the adapter)
+        with pytest.raises(RegistryError, match="merging 'sft' failed"):
             server_for(store, EngineConfig("transformers"), "base", adapter="sft")
+        monkeypatch.setattr("core.serving.engines.has_gpu", lambda: False)
+        with pytest.raises(RegistryError, match="merging 'sft' failed"):
+            server_for(store, EngineConfig("vllm", python="p"), "base", adapter="sft")
+
+
+def test_cpu_serving_dtype_follows_native_bf16() -> None:
+    """bf16 only where the CPU multiplies it natively: on an AVX2-only CPU vLLM's bf16 is
+    emulated and slower than fp32, so a fixed bf16 (as the cpu profile had) cost speed there."""
+    amd = "processor\t: 0\nflags\t\t: fpu sse2 avx fma f16c avx2\n"
+    intel = "flags\t\t: fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n"
+    assert not cpu_native_bf16(amd) and cpu_native_bf16(intel)
+    assert not cpu_native_bf16("") and cpu_dtype() in ("bfloat16", "float32")

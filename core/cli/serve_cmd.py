@@ -93,6 +93,7 @@ def start_server(
             adapter=adapter,
             port=port,
             startup_timeout_s=startup_timeout_s,
+            on_phase=lambda phase: err_console.print(f"{phase}…", markup=False),
         )
     except RegistryError as exc:
         hint = " (run: hat models add-demo)" if name == DEMO_MODEL_NAME else ""

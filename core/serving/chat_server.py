@@ -191,6 +191,9 @@ class ChatServer:
         self.request: ServerRequest | None = None
         self._stopping = threading.Event()
         self._lock = threading.Lock()
+        self.phase = ""
+        """What a start is doing before the server's own start-up (merging an adapter for
+        an engine that cannot load one); "" otherwise. Read by the UI's timer."""
 
     # ------------------------------------------------------------------ state
 
@@ -226,6 +229,7 @@ class ChatServer:
             self._forget()
             self._stopping.clear()
             self.request = request
+            self.phase = ""
             try:
                 config = EngineConfig(request.engine, python=request.python)
                 server = server_for(
@@ -236,12 +240,17 @@ class ChatServer:
                     port=request.port,
                     startup_timeout_s=request.startup_timeout_s,
                     log_dir=self.log_dir,
+                    on_phase=self._set_phase,
                 )
+                self.phase = ""
                 server.start(wait=False)
             except (ServerError, RegistryError, StoreError, EngineError) as exc:
                 raise ChatServerError(problem_from_exception(exc, engine=request.engine)) from None
             self.server = server
         return self._wait(server, request)
+
+    def _set_phase(self, phase: str) -> None:
+        self.phase = phase
 
     def _wait(self, server: ManagedServer, request: ServerRequest) -> Endpoint:
         try:

