@@ -2,8 +2,8 @@
 
 A base or merged model is served from its folder (or hub id). An adapter is served on top of
 its base: vLLM gets `--model BASE --enable-lora --lora-modules NAME=FOLDER` and requests name
-the adapter (on a GPU). transformers serve loads full folders only, and vLLM's CPU LoRA path
-is slow, so there the adapter's merged model is served (merged on first use).
+the adapter. transformers serve loads full folders only, so there the adapter's merged model
+is served (merged on first use).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from core.models.registry import RegistryError, get
-from core.serving import engines
 from core.serving.engines import EngineConfig
 from core.serving.server import ManagedServer
 from core.store import Store
@@ -34,9 +33,7 @@ def server_for(
 
     transformers serve cannot load an adapter, so with that engine the adapter is served as
     its merged model, merged now if it never was (`core.models.merge`; `on_phase` hears of
-    it): any registered adapter is servable by any engine. vLLM without a GPU gets the merged
-    model too: its CPU LoRA path decoded the demo model at 3-4 tokens/s on a 2-core AVX2
-    machine, a plain model many times faster, and the merge is paid once."""
+    it): any registered adapter is servable by any engine."""
     record = get(store, model)
     if record.kind == "adapter":
         if adapter is not None:
@@ -51,7 +48,7 @@ def server_for(
             raise RegistryError(
                 f"adapter {adapter!r} was trained on {adapter_record.base!r}, not {record.name!r}"
             )
-        if config.engine == "transformers" or not engines.has_gpu():
+        if config.engine == "transformers":
             from core.models.merge import merged_model
 
             record = merged_model(store, adapter, on_phase=on_phase)
