@@ -191,6 +191,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--memory", type=float, default=0.1,
+        help="vLLM --gpu-memory-utilization (on a CPU: share of the NUMA node's RAM; 0.1 is too "
+        "little where a node has under ~16 GiB)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
 
@@ -216,7 +221,7 @@ def main() -> None:
     engine = EngineConfig(
         "vllm",
         python=args.python,
-        gpu_memory_utilization=0.1,
+        gpu_memory_utilization=args.memory,
         max_model_len=4096,
         max_num_seqs=max(8, 2 * args.concurrency),
     )

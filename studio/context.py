@@ -34,6 +34,9 @@ class StudioContext(QObject):
     """The workspace is about to close its store: stop timers and worker threads that use it."""
     serversChanged = Signal()
     """A model server card changed state (`servers` holds each card's status)."""
+    currentModelChanged = Signal(str)
+    """The model the pages share changed (a registered name: a base, merged model or
+    adapter): a finished training run's output, or the user's pick on any page."""
 
     def __init__(
         self,
@@ -57,6 +60,21 @@ class StudioContext(QObject):
         self.session = EditSession(self)
         self.created_demo = False
         self.servers: dict[str, ServerStatus] = {}
+        self.current_model = str(settings.value("current/model", "") or "")
+        """The registered model the pages start from (Chat's server card, Evaluate's model);
+        "" until one is picked or trained. Shown in the status bar."""
+
+    def set_current_model(self, name: str) -> None:
+        """Make `name` the model every page offers first (one place, changeable anywhere)."""
+        if name and name != self.current_model:
+            self.current_model = name
+            self.settings.setValue("current/model", name)
+            self.currentModelChanged.emit(name)
+
+    def running_server(self) -> ServerStatus | None:
+        """The first running server card's status (what Evaluate offers to reuse)."""
+        running = [s for _slot, s in sorted(self.servers.items()) if s.state == "running"]
+        return running[0] if running else None
 
     def set_server(self, slot: str, status: ServerStatus) -> None:
         """What server card `slot` now has (the status bar follows)."""

@@ -83,10 +83,13 @@ class Jobs(QObject):
         on_done: Callback | None = None,
         on_error: Callback | None = None,
         label: str = "",
-    ) -> None:
-        """Run the coroutine `factory()` makes; see the module doc for where it runs."""
+    ) -> asyncio.Task[Any] | None:
+        """Run the coroutine `factory()` makes; see the module doc for where it runs.
+
+        Returns its task on a running loop (cancelling it delivers neither callback: the
+        caller that cancels says what happened), None where it runs in a worker thread."""
         if self._closed:
-            return
+            return None
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -95,7 +98,7 @@ class Jobs(QObject):
             self.run(
                 lambda: asyncio.run(factory()), on_done=on_done, on_error=on_error, label=label
             )
-            return
+            return None
         token = self._register(on_done, on_error, label)
         task = loop.create_task(factory())
         self._tasks.add(task)
@@ -110,6 +113,7 @@ class Jobs(QObject):
             self._deliver(token, exc is None, exc if exc is not None else t.result())
 
         task.add_done_callback(done)
+        return task
 
     def _emit(self, token: int, ok: bool, value: Any) -> None:
         with contextlib.suppress(RuntimeError):  # the Jobs object is gone (quitting)

@@ -44,6 +44,13 @@ NAV = (
 )
 
 
+FIRST_LAUNCH_HINT = (
+    "The loop: edit the harness here → preview Variants → make Data (Generate) → Train → "
+    "Evaluate → Chat. Each page starts from what the one before made: the dataset, the "
+    "trained model, the running server."
+)
+
+
 class _FirstPaint(QObject):
     painted = Signal()
 
@@ -313,6 +320,11 @@ class MainWindow(QMainWindow):
         bar.addWidget(self.status_workspace)
         self.status_version = label("opening workspace…", "StatusItem")
         bar.addWidget(self.status_version)
+        self.status_model = label("", "StatusItem")
+        self.status_model.setToolTip(
+            "The model the pages start from: the last one trained or picked (Chat, Evaluate)"
+        )
+        bar.addWidget(self.status_model)
         self.status_server = QLabel()
         self.status_server.setObjectName("StatusItem")
         self.status_jobs = QLabel()
@@ -325,6 +337,12 @@ class MainWindow(QMainWindow):
         self.ctx.versionsChanged.connect(self._refresh_status)
         self.ctx.harnessChanged.connect(lambda _n: self._refresh_status())
         self.ctx.serversChanged.connect(self._refresh_status)
+        self.ctx.currentModelChanged.connect(lambda _n: self._refresh_status())
+        # training runs are child processes, not jobs: the count follows the run hub too
+        from studio.pages.train_hub import run_hub
+
+        self._hub = run_hub(self.ctx)
+        self._hub.runsChanged.connect(self._refresh_status)
 
     def _refresh_status(self) -> None:
         faint, ok = theme.color("text-faint"), theme.color("success")
@@ -336,12 +354,19 @@ class MainWindow(QMainWindow):
         self.status_server.setText(f"<span style='color:{dot}'>●</span>&nbsp; {shown}")
         self.status_server.setToolTip(server.tooltip)
         n = jobs().running
-        dot = ok if n else faint
-        names = ", ".join(jobs().labels())
-        self.status_jobs.setText(
-            f"<span style='color:{dot}'>●</span>&nbsp; {n} job{'s' if n != 1 else ''} running"
-        )
-        self.status_jobs.setToolTip(names or "No background work")
+        hub = getattr(self, "_hub", None)  # the status is drawn once before the hub exists
+        training = [r.id for r in hub.live_runs()] if hub is not None else []
+        dot = ok if n or training else faint
+        parts = [f"{n} job{'s' if n != 1 else ''} running"]
+        if training:
+            runs = len(training)
+            parts.insert(0, f"{runs} training run{'s' if runs != 1 else ''}")
+        self.status_jobs.setText(f"<span style='color:{dot}'>●</span>&nbsp; {' · '.join(parts)}")
+        names = [*(f"training {run}" for run in training), *jobs().labels()]
+        self.status_jobs.setToolTip(", ".join(names) or "No background work")
+        current = self.ctx.current_model
+        self.status_model.setText(f"model  {current}" if current else "")
+        self.status_model.setVisible(bool(current))
         doc = self.ctx.session.doc
         if doc is not None:
             star = "  · unsaved changes" if self.ctx.session.dirty else ""
@@ -419,6 +444,8 @@ class MainWindow(QMainWindow):
             self.ctx.message.emit(
                 "success", "Welcome: the demo workspace is ready (live-host harness)"
             )
+            # a new workspace: say once what the pages are for and in which order
+            self.harness_page.banner.show_message("info", FIRST_LAUNCH_HINT)
 
     # ------------------------------------------------------------------ workspace
 

@@ -207,7 +207,9 @@ def test_history_kept_on_failure_and_warmup_left_out_of_the_panel() -> None:
     summary = session_summary(lane.session.rows)
     assert (summary.requests, summary.warmup, summary.failed) == (5, 1, 1)
     agent = next(line for line in summary.lines if line.metric == "agent_e2e_s")
-    assert agent.n == 3  # 5 requests - 1 warm-up - 1 model error
+    assert agent.n == 3 == summary.timed  # 5 requests - 1 warm-up - 1 model error
+    # one sentence whose counts add up (issue 23, item 5: they differed per column before)
+    assert summary.note() == "5 requests: 3 timed, 1 warm-up left out, 1 failed (no timings)"
     lane.reset()
     assert lane.history == [] and lane.session.rows == []
 
@@ -630,7 +632,7 @@ def test_multi_turn_request_shows_cards_and_latency(
             assert all(s.timing.ttft_s and s.timing.output_tokens for s in steps)
             assert page.lanes["A"].history  # the conversation goes on from here
             # the session panel: the first request is the warm-up
-            assert "0 measured · 1 warm-up left out" in column.stats.note.text()
+            assert "1 request: 0 timed, 1 warm-up left out" in column.stats.note.text()
             if SCREENSHOTS:  # two more real requests so the panel has figures
                 for message in ("hi Mia!!", task.viewer_message):
                     page.client_factory = _prefill_factory(
@@ -780,4 +782,54 @@ def test_server_killed_mid_reply_keeps_history_and_restarts(
         _run_qasync(qapp, scenario, 1400)
     finally:
         panel.shutdown()
+        _shut(win)
+
+
+def test_stop_cancels_a_slow_reply_and_ab_sides_differ(qapp: Any, hat_home: Path) -> None:
+    """Issue 23: a reply that takes a minute can be stopped (the request is cancelled on the
+    studio's asyncio loop, the turn says so, the history is as before the message), and an A/B
+    over harness versions never starts with side B equal to side A."""
+    from tests.studio_helpers import spin, wait_until
+
+    one, _two = _commit_versions(hat_home)
+    server = _ModelList("model-a")
+    win, page = _open(hat_home)
+    started = asyncio.Event()
+
+    class Hanging:
+        async def complete(self, messages: Sequence[Any], **kw: Any) -> Any:
+            started.set()
+            await asyncio.sleep(3600)
+
+        async def close(self) -> None:
+            pass
+
+    page.client_factory = lambda _e, _o, _l: Hanging()
+    try:
+        page.mode.set_value("ab_harness", emit=True)
+        wait_until(lambda: page.harness_combo["B"].count() > 1)
+        assert page.harness_combo["A"].currentData() != page.harness_combo["B"].currentData()
+        page.mode.set_value("single", emit=True)
+        page.set_harness("A", one)
+        wait_until(lambda: "A" in page.lanes and one[:10] in page.lanes["A"].harness_label)
+        page.attach(server.url)
+        wait_until(lambda: page.servers["A"].state == "running")
+        history = list(page.lanes["A"].history)
+
+        async def scenario() -> None:
+            assert page.ask("are you there?")
+            await asyncio.wait_for(started.wait(), 30)
+            assert page.busy and page.cancel_button.isVisibleTo(page)
+            page.cancel()
+            assert not page.busy and not page.cancel_button.isVisibleTo(page)
+            await asyncio.sleep(0.2)
+
+        _run_qasync(qapp, scenario, 120)
+        spin(50)
+        turn = page.columns["A"].turns[-1]
+        assert turn.fault is not None and "Stopped" in turn.fault.title.text()
+        assert page.lanes["A"].history == history  # the stopped message is not in it
+        assert page.send_button.isEnabled()
+    finally:
+        server.close()
         _shut(win)

@@ -260,3 +260,18 @@ def test_editing_a_skill_keeps_its_other_files() -> None:
     assert edited.files == skill.files and edited.description == "new words"
     # the raw text alone parses to a skill without them: the editor copies them over
     assert parse_skill_text(skill_file_text(skill), harness).files == {}
+
+
+def test_evaluate_size_and_pace_lines() -> None:
+    """Issue 23, item 4: the run's size before it starts and the time left while it runs,
+    from the job's own pace (a resumed run's earlier items do not count)."""
+    from studio.logic.eval_view import pace_line, size_line
+
+    assert size_line(160) == "160 items · the time shows once the first items are done"
+    assert size_line(160, pace_per_min=40.0) == "160 items · about 4 min at the last run's pace"
+    assert size_line(1, 60.0) == "1 item · about 5 s at the last run's pace"
+    assert size_line(0) == "no items to run"
+    assert pace_line(0, 40, 30.0) == "0 / 40 items"
+    assert pace_line(10, 40, 60.0) == "10 / 40 items · about 3 min left"
+    assert pace_line(30, 40, 60.0, first_done=20) == "30 / 40 items · about 60 s left"
+    assert pace_line(40, 40, 60.0) == "40 / 40 items"

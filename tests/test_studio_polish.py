@@ -317,3 +317,24 @@ def test_the_workspace_path_keeps_its_last_folder(studio, tmp_path: Path) -> Non
     text = studio.workspace_button.text()
     assert text.startswith("…") and text.endswith("/demo-hat-studio"), text
     assert str(home) in studio.workspace_button.toolTip()
+
+
+def test_a_new_workspace_says_what_the_pages_are_for(qapp: Any, hat_home: Path) -> None:
+    """Issue 23: on the first start of a workspace, the loop and its order, once."""
+    from studio.main_window import FIRST_LAUNCH_HINT
+    from tests.studio_helpers import open_studio, shut
+
+    win = open_studio(hat_home)
+    try:
+        banner = win.harness_page.banner
+        assert banner.isVisibleTo(win) and banner.text.text() == FIRST_LAUNCH_HINT
+        assert "Data" in FIRST_LAUNCH_HINT and FIRST_LAUNCH_HINT.index(
+            "Train"
+        ) < FIRST_LAUNCH_HINT.index("Chat")
+    finally:
+        shut(win)
+    win = open_studio(hat_home)
+    try:
+        assert win.harness_page.banner.text.text() != FIRST_LAUNCH_HINT
+    finally:
+        shut(win)

@@ -424,6 +424,8 @@ def test_launch_watch_stop_resume_and_reattach_after_a_kill(
     stopped_at = monitor.entry().run.step
     assert 1 < stopped_at < 5 and monitor.resume_button.isVisible()  # steps remain after it
     assert "Stopped" in monitor.banner.text.text()
+    with Store.open() as store:  # a stop saves the adapter, and it is servable at once
+        assert get_run(store, run_id).outputs.get("registered") == ["studio-sft"]
 
     # resume: the step count continues after the stop
     monitor.resume_button.click()

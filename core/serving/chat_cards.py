@@ -257,10 +257,27 @@ class SessionSummary:
     requests: int
     warmup: int
     failed: int
+    """Failed requests that were not warm-ups (so timed + warmup + failed == requests)."""
 
     @property
     def measured(self) -> int:
         return self.requests - self.warmup
+
+    @property
+    def timed(self) -> int:
+        return self.requests - self.warmup - self.failed
+
+    def note(self) -> str:
+        """One sentence whose counts add up to the requests: which were timed, which were
+        left out and why (the columns' own sample counts are per model call)."""
+        if self.requests == 0:
+            return "no requests yet"
+        head = f"{self.requests} request{'s' if self.requests != 1 else ''}: {self.timed} timed"
+        if self.warmup:
+            head += f", {self.warmup} warm-up left out"
+        if self.failed:
+            head += f", {self.failed} failed (no timings)"
+        return head
 
 
 def session_summary(rows: Sequence[RequestRow]) -> SessionSummary:
@@ -274,5 +291,5 @@ def session_summary(rows: Sequence[RequestRow]) -> SessionSummary:
         lines=lines,
         requests=len(rows),
         warmup=sum(1 for r in rows if r.warmup),
-        failed=sum(1 for r in rows if r.status != "ok"),
+        failed=sum(1 for r in rows if r.status != "ok" and not r.warmup),
     )

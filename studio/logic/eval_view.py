@@ -215,6 +215,10 @@ class EvalProgress:
     last_ok: bool = True
     passed: int = 0
     failed: int = 0
+    """Items this job finished without passing (errors included), so passed + failed is
+    what the job finished."""
+    errors: int = 0
+    """Of `failed`, items that did not run to the end (model_error, timeouts)."""
 
 
 class EvalJob:
@@ -243,7 +247,8 @@ class EvalJob:
             if last is not None:
                 ok = last.status is ResultStatus.OK and last.passed
                 progress.passed += ok
-                progress.failed += last.status is ResultStatus.FAILED
+                progress.failed += not ok
+                progress.errors += last.status is ResultStatus.FAILED
                 mark = "pass" if ok else (last.reason or "not passed")
                 seed = f"#{last.variant_seed}" if last.variant_seed is not None else ""
                 progress.last = f"{SUITE_LABELS[last.suite.value]} · {last.task_id}{seed}: {mark}"
@@ -691,3 +696,33 @@ def flip_rows(flips: list[Any]) -> list[FlipRow]:
             )
         )
     return out
+
+
+def pace_line(done: int, total: int, elapsed_s: float, first_done: int = 0) -> str:
+    """ "12 / 40 items · about 3 min left" from this job's own pace (items it finished over
+    the time it ran; a resumed run's earlier items do not count towards the pace)."""
+    line = f"{done} / {total} items"
+    finished = done - first_done
+    if finished <= 0 or done >= total or elapsed_s <= 0:
+        return line
+    left = (total - done) * elapsed_s / finished
+    return f"{line} · about {_rough(left)} left"
+
+
+def _rough(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(5, round(seconds / 5) * 5):.0f} s"
+    if seconds < 5400:
+        return f"{round(seconds / 60):.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def size_line(items: int, pace_per_min: float | None = None) -> str:
+    """What a run of `items` will cost, before it starts: the count, and the time at the
+    pace of the last run this session measured (none yet: said so)."""
+    if items <= 0:
+        return "no items to run"
+    head = f"{items} item{'s' if items != 1 else ''}"
+    if not pace_per_min:
+        return f"{head} · the time shows once the first items are done"
+    return f"{head} · about {_rough(60 * items / pace_per_min)} at the last run's pace"

@@ -23,6 +23,8 @@ class ServerStatus:
     label: str = ""
     url: str = ""
     managed: bool = False
+    model_id: str = ""
+    """The id requests name (an adapter's name on vLLM)."""
 
 
 @dataclass(frozen=True)

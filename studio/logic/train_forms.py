@@ -18,6 +18,7 @@ import types
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -273,3 +274,29 @@ def split_problem(line: str) -> tuple[str, str]:
     if not sep or " " in where:
         return "", line
     return where, message
+
+
+def newest_dataset(folder: Path) -> Path | None:
+    """The most recently written dataset in `folder` (rejects files left out): what the Train
+    form offers after the Data page generated one."""
+    try:
+        found = [
+            p for p in folder.glob("*.jsonl")
+            if p.is_file() and not p.name.endswith(".rejects.jsonl")
+        ]  # fmt: skip
+    except OSError:
+        return None
+    return max(found, key=lambda p: p.stat().st_mtime, default=None)
+
+
+def data_files_missing(text: str, home: Path) -> bool:
+    """Whether a data field (comma-separated paths) names no file, or one that is not there
+    (relative paths: against the workspace, then the working folder)."""
+    paths = [p.strip() for p in text.split(",") if p.strip()]
+    if not paths:
+        return True
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if not (path.is_file() or (not path.is_absolute() and (home / path).is_file())):
+            return True
+    return False

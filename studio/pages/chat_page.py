@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
@@ -62,6 +63,8 @@ from studio.widgets.common import Banner, PageHeader, Segmented, button, label, 
 
 MODES = (("single", "Chat"), ("ab_harness", "A/B harness"), ("ab_model", "A/B models"))
 LANES = ("A", "B")
+LANE_LABEL_ROLE = Qt.ItemDataRole.UserRole + 1
+"""Item role of a harness choice's stored label ("live-host @ a1b2c3d4e5 · production")."""
 
 
 @dataclass
@@ -89,6 +92,8 @@ class ChatPage(QWidget):
         self.replay: Any = None
         self._queue: deque[_Job] = deque()
         self._running: str | None = None
+        self._task: Any = None
+        self._turn: Any = None
         self._flip = False
         self._room_task: Any = None
         self._faults: list[tuple[str, FaultCard]] = []
@@ -291,6 +296,15 @@ class ChatPage(QWidget):
         self.send_button = button("Send", "chat", "primary", "Send to the host (Enter)")
         self.send_button.clicked.connect(self.send)
         cl.addWidget(self.send_button)
+        self.cancel_button = button(
+            "Stop", "close", "danger", "Stop this reply (Esc); the conversation goes on without it"
+        )
+        self.cancel_button.clicked.connect(self.cancel)
+        self.cancel_button.hide()
+        cl.addWidget(self.cancel_button)
+        cancel = QShortcut(QKeySequence(Qt.Key.Key_Escape), composer)
+        cancel.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        cancel.activated.connect(self.cancel)
         pl.addWidget(composer)
         return pane
 
@@ -331,17 +345,30 @@ class ChatPage(QWidget):
             current = combo.currentData()
             combo.blockSignals(True)
             combo.clear()
+            from studio.logic.version_names import version_title, version_tooltip
+
             for choice in choices:
-                combo.addItem(choice.label, choice.version_id)
-                combo.setItemData(combo.count() - 1, choice.message, Qt.ItemDataRole.ToolTipRole)
+                combo.addItem(f"{choice.harness} · {version_title(choice)}", choice.version_id)
+                tip = version_tooltip(choice)
+                combo.setItemData(combo.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
+                # the lane's label (column header, latency rows) keeps the stored form
+                combo.setItemData(combo.count() - 1, choice.label, LANE_LABEL_ROLE)
             wanted = current or self.ctx.settings.value(f"chat/harness_{key}", "")
             idx = combo.findData(wanted)
-            if idx < 0 and choices:  # default: the current harness's production (or newest)
-                named = [i for i, c in enumerate(choices) if c.harness == self.ctx.harness_name]
-                labelled = [i for i in named if "production" in choices[i].labels]
-                idx = (labelled or named or [0])[0]
-                if key == "B" and len(named) > 1:
-                    idx = named[1] if named[0] == idx else named[0]
+            named = [i for i, c in enumerate(choices) if c.harness == self.ctx.harness_name]
+            if idx < 0 and choices:
+                # default: the version being edited (the one the status bar shows), else the
+                # current harness's newest: what Data and Evaluate start from too
+                doc = self.ctx.session.doc
+                edited = combo.findData(doc.version_id) if doc is not None else -1
+                idx = edited if edited >= 0 else (named or [0])[0]
+            if key == "B" and len(choices) > 1:
+                other = self.harness_combo["A"].currentData()
+                if combo.itemData(max(idx, 0)) == other:  # an A/B of a version with itself
+                    pool = [i for i in named if i != idx] or [
+                        i for i in range(len(choices)) if i != idx
+                    ]
+                    idx = pool[0]
             combo.setCurrentIndex(max(idx, 0))
             combo.blockSignals(False)
             if combo.currentData() != self.harness_refs.get(key):
@@ -375,7 +402,8 @@ class ChatPage(QWidget):
         if key in self.lanes and self.lane_refs.get(key) == ref:
             return  # already the lane's harness: keep the conversation
         self.ctx.settings.setValue(f"chat/harness_{key}", ref)
-        text = self.harness_combo[key].currentText()
+        combo = self.harness_combo[key]
+        text = combo.currentData(LANE_LABEL_ROLE) or combo.currentText()
         self.ctx.run_store(
             lambda store, r=ref: store.load(r),
             on_done=lambda h, k=key, t=text, r=ref: self._harness_loaded(k, h, t, r),
@@ -602,12 +630,35 @@ class ChatPage(QWidget):
                 fresh=job.fresh,
             )
 
-        self.ctx.jobs.run_async(
+        self._turn = turn
+        self._task = self.ctx.jobs.run_async(
             work,
             on_done=lambda trace: self._answered(job, turn, trace),
             on_error=lambda exc: self._crashed(job, turn, exc),
             label=f"Chat {job.lane}: answering",
         )
+
+    def cancel(self) -> None:
+        """Stop the reply being written and drop the queued ones. The request is abandoned
+        (its model call closed), the turn says so, and the history stays as it was before
+        the message: the conversation goes on as if it had not been sent."""
+        task, turn, lane = self._task, self._turn, self._running
+        if lane is None:
+            return
+        self._queue.clear()
+        if task is None:  # running in a worker thread (no event loop): it cannot be cut off
+            self.banner.show_message("warning", "This reply cannot be stopped; it ends soon.")
+            return
+        task.cancel()
+        column = self.columns[lane]
+        column.stream.flush()
+        column.set_status("")
+        if turn is not None:
+            turn.fail("Stopped", "You stopped this reply; it is not in the conversation.")
+        self._task = self._turn = None
+        self._running = None
+        self._update_busy()
+        self._dispatch()
 
     def _answered(self, job: _Job, turn: TurnView, trace: Any) -> None:
         column = self.columns[job.lane]
@@ -663,6 +714,7 @@ class ChatPage(QWidget):
         busy = self.busy
         self.send_button.setEnabled(not busy)
         self.send_button.setText("Answering…" if busy else "Send")
+        self.cancel_button.setVisible(busy)
 
     def _idle(self) -> None:
         if self.replay is not None:

@@ -84,6 +84,18 @@ class ServerPanel(QFrame):
         lay.addLayout(head)
 
         self.engine = Segmented(ENGINE_OPTIONS)
+        # vLLM serves adapters as they are and batches; where its environment is missing the
+        # choice is not offered (it could only fail), and transformers serve is the default
+        from core.serving.engines import default_python, vllm_available
+
+        if vllm_available():
+            self.engine.set_value("vllm")
+        else:
+            vllm = self.engine.buttons["vllm"]
+            vllm.setEnabled(False)
+            vllm.setToolTip(
+                f"No vLLM environment at {default_python('vllm')}: run bash scripts/setup-vllm.sh"
+            )
         lay.addWidget(self.engine)
         grid = QGridLayout()
         grid.setHorizontalSpacing(8)
@@ -154,6 +166,11 @@ class ServerPanel(QFrame):
 
         self.engine.changed.connect(lambda _v: self._engine_changed())
         self.model.currentIndexChanged.connect(lambda _i: self._fill_adapters())
+        self.adapter.currentIndexChanged.connect(lambda _i: self._adapter_hint())
+        # `activated` is the user's pick only: it becomes every page's current model
+        self.model.activated.connect(lambda _i: self._publish_current())
+        self.adapter.activated.connect(lambda _i: self._publish_current())
+        ctx.currentModelChanged.connect(lambda _name: self._select_current())
         self.start_button.clicked.connect(self.start)
         self.stop_button.clicked.connect(self.stop)
         self.restart_button.clicked.connect(self.restart)
@@ -188,7 +205,33 @@ class ServerPanel(QFrame):
         self.model.setCurrentIndex(idx if idx >= 0 else 0)
         self.model.blockSignals(False)
         self._fill_adapters()
+        self._select_current()
         self._engine_changed()
+
+    def _select_current(self) -> None:
+        """Show the studio's current model (a just-trained adapter: its base and it) while
+        the card can still be edited; a running server keeps what it serves."""
+        name = self.ctx.current_model
+        if not name or self.state not in ("stopped", "failed", "died"):
+            return
+        base = next(
+            (
+                b
+                for b, records in self.choices.adapters.items()
+                if any(r.name == name for r in records)
+            ),
+            None,
+        )
+        idx = self.model.findData(base or name)
+        if idx < 0:
+            return
+        if idx != self.model.currentIndex():
+            self.model.setCurrentIndex(idx)  # refills the adapters
+        if base is not None:
+            self.adapter.setCurrentIndex(max(self.adapter.findData(name), 0))
+
+    def _publish_current(self) -> None:
+        self.ctx.set_current_model(self.adapter.currentData() or self.model.currentData() or "")
 
     def _fill_adapters(self) -> None:
         base = self.model.currentData()
@@ -197,6 +240,17 @@ class ServerPanel(QFrame):
         for record in self.choices.adapters.get(base or "", []):
             self.adapter.addItem(record.name, record.name)
         self.adapter.setEnabled(self.adapter.count() > 1)
+        self._adapter_hint()
+
+    def _adapter_hint(self) -> None:
+        """Say what Start will do with an adapter the engine cannot load as it is."""
+        merging = self.engine.value() == "transformers" and self.adapter.currentData()
+        self.adapter.setToolTip(
+            "transformers serve cannot load an adapter: Start merges it into its base first "
+            "(once; later starts reuse the merged model)"
+            if merging
+            else "A LoRA adapter trained on this model (vLLM serves it as it is)"
+        )
 
     def _add_demo(self) -> None:
         from core.models import add_demo
@@ -228,6 +282,7 @@ class ServerPanel(QFrame):
         for key in ("url", "model_id"):
             for w in self.rows[key]:
                 w.setVisible(url)
+        self._adapter_hint()
         no_models = not url and self.model.currentData() is None and self.ctx.store is not None
         self.add_demo.setVisible(no_models and self.model.count() > 0)
         self._update_buttons()
@@ -403,14 +458,16 @@ class ServerPanel(QFrame):
             self.slot,
             ServerStatus(state)
             if endpoint is None
-            else ServerStatus(state, endpoint.label, endpoint.base_url, endpoint.managed),
+            else ServerStatus(
+                state, endpoint.label, endpoint.base_url, endpoint.managed, endpoint.model_id
+            ),
         )
         self.stateChanged.emit(state)
 
     def _show_elapsed(self) -> None:
         seconds = time.monotonic() - self._started_at
         verb = "Connecting" if self.engine.value() == "url" else "Starting"
-        self.status.setText(f"{verb}… {seconds:.0f} s")
+        self.status.setText(f"{self.server.phase or verb}… {seconds:.0f} s")
 
     def _update_buttons(self) -> None:
         state = self.state

@@ -224,12 +224,12 @@ class GenerateView(JobView):
             return
 
         def done(versions: list[Any]) -> None:
-            items = []
-            for i, v in enumerate(versions):
-                tags = f"  [{', '.join(v.labels)}]" if v.labels else ""
-                head = "head · " if i == 0 else ""
-                items.append((v.id, f"{head}{v.id[:10]} · {v.message[:36]}{tags}"))
-            fill_combo(self.version, items)
+            from studio.logic.version_names import version_items
+
+            rows = version_items(versions)
+            fill_combo(self.version, [(vid, title) for vid, title, _tip in rows])
+            for i, (_vid, _title, tip) in enumerate(rows):
+                self.version.setItemData(i, tip, Qt.ItemDataRole.ToolTipRole)
 
         self.ctx.run_store(lambda store: store.log(name), on_done=done, label="Reading history")
 

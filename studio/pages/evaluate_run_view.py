@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QGridLayout,
@@ -45,12 +45,10 @@ def read_choices(ctx: StudioContext, on_done: Callable[[Any, Any], None], label:
 
 
 def version_items(versions: list[Any]) -> list[tuple[str, str]]:
-    items = []
-    for i, v in enumerate(versions):
-        tags = f"  [{', '.join(v.labels)}]" if v.labels else ""
-        head = "head · " if i == 0 else ""
-        items.append((v.id, f"{head}{v.id[:10]}{tags} · {v.message[:38]}"))
-    return items
+    """(id, "head · production · a1b2c3d4 · message") per version, as every picker names them."""
+    from studio.logic import version_names
+
+    return [(vid, title) for vid, title, _tip in version_names.version_items(versions)]
 
 
 class ModelPicker(QWidget):
@@ -89,6 +87,13 @@ class ModelPicker(QWidget):
         idx = self.model.findData(key)
         if idx >= 0:
             self.model.setCurrentIndex(idx)
+
+    def select_model(self, name: str) -> None:
+        """Show the registered `name`: a model, or an adapter (its base, then it)."""
+        base = next((c.key for c in self.choices if name in c.adapters), None)
+        self.select(base or name)
+        if base is not None:
+            self.adapter.setCurrentIndex(max(self.adapter.findData(name), 0))
 
     def _model_changed(self) -> None:
         c = self.choice()
@@ -211,7 +216,8 @@ class RunView(JobView):
         self.command.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         fl.addWidget(self.command)
         actions = QHBoxLayout()
-        actions.addStretch(1)
+        self.size = label("", "FieldHint", wrap=True)
+        actions.addWidget(self.size, 1)
         self.start_button = button("Run evaluation", "play", "primary", "Run as a background job")
         actions.addWidget(self.start_button)
         fl.addLayout(actions)
@@ -245,17 +251,60 @@ class RunView(JobView):
         self.start_button.clicked.connect(self.start)
         self.stop_button.clicked.connect(self.stop)
         self.progressed.connect(self._show_progress)
+        self._pace: float | None = None
+        """Items a minute of the last run finished here (for the size line's estimate)."""
+        self._size_timer = QTimer(self)
+        self._size_timer.setSingleShot(True)
+        self._size_timer.setInterval(250)
+        self._size_timer.timeout.connect(self._measure_size)
+        self._size_token = 0
+        self._clock = QTimer(self)
+        self._clock.setInterval(1000)
+        self._clock.timeout.connect(self._tick)
+        self._first_done: int | None = None
         ctx.opened.connect(self.load_choices)
         ctx.versionsChanged.connect(self.load_choices)
+        # the studio's current model and Chat's running server are the defaults here
+        self._offered_url = ""
+        self._server_picked = False
+        self.server.changed.connect(lambda _v: setattr(self, "_server_picked", True))
+        ctx.serversChanged.connect(self._offer_server)
+        ctx.currentModelChanged.connect(self.picker.select_model)
         if ctx.store is not None:
             self.load_choices()
+        self._offer_server()
         self._update()
 
     # ------------------------------------------------------------------ form
 
+    def _offer_server(self) -> None:
+        """Fill "Use a running server" with the Chat page's server, and choose it unless the
+        user chose otherwise; a URL the user typed is left alone."""
+        running = self.ctx.running_server()
+        ours = not self.base_url.text().strip() or self.base_url.text() == self._offered_url
+        if not ours:
+            return
+        if running is None:
+            if self._offered_url:
+                self.base_url.clear()
+                self.model_id.clear()
+                self._offered_url = ""
+                if not self._server_picked:
+                    self.server.set_value("managed")
+        else:
+            self._offered_url = running.url
+            self.base_url.setText(running.url)
+            self.model_id.setText(running.model_id)
+            self.url_field.aside.setText(f"Chat's server: {running.label}")
+            if not self._server_picked:
+                self.server.set_value("url")
+        self._update()
+
     def load_choices(self) -> None:
         def done(choices: Any, versions: Any) -> None:
             self.picker.set_choices(choices)
+            if self.ctx.current_model:
+                self.picker.select_model(self.ctx.current_model)
             items = version_items(versions)
             fill_combo(self.version, items)
             fill_combo(self.fixed_on, items)
@@ -295,6 +344,7 @@ class RunView(JobView):
         self.ifeval_field.setVisible(self.suite_buttons["ifeval"].isChecked())
         self.variants.setEnabled(self.suite_buttons["hv-qa"].isChecked())
         self.command.setText(self.launch().command())
+        self._size_timer.start()
         self.url_field.set_error(None)
         self.suites_error.hide()
 
@@ -347,6 +397,10 @@ class RunView(JobView):
         self.stop_button.setEnabled(True)
         self.results_button.setEnabled(False)
         self.bar.setRange(0, 0)  # busy until the first progress (a server may be starting)
+        self.last = None
+        self._first_done = None
+        self._first_at = 0.0
+        self._clock.start()
         emit = self.progressed.emit
         self.ctx.jobs.run(
             job.run, emit, on_done=self._done, on_error=self._failed, label="Evaluating"
@@ -358,21 +412,74 @@ class RunView(JobView):
             self.stop_button.setEnabled(False)
             self.progress_pane.aside.setText("stopping after the items in flight…")
 
+    def _measure_size(self) -> None:
+        """How many items the form's run has (planned in a worker: loading the suites and
+        IFEval's prompts is not instant)."""
+        from studio.logic.eval_view import size_line
+
+        self._size_token += 1
+        token = self._size_token
+        launch = self.launch()
+
+        def work() -> int:
+            from core.eval.api import plan_eval
+
+            launch.validate()
+            return len(plan_eval(launch.eval_request()))
+
+        def done(items: int) -> None:
+            if token == self._size_token:
+                self.size.setText(size_line(items, self._pace))
+
+        def failed(_exc: BaseException) -> None:
+            if token == self._size_token:
+                self.size.setText("")
+
+        self.ctx.jobs.run(work, on_done=done, on_error=failed, label="")
+
+    def _tick(self) -> None:
+        """Elapsed and time left move every second, not only when an item finishes (a
+        server start or a long item would look frozen)."""
+        import time
+
+        from studio.logic.eval_view import pace_line
+
+        elapsed = time.monotonic() - self._started
+        self.stat_labels["elapsed"].setText(format_duration(elapsed))
+        p = self.last
+        if p is not None and p.total and self._first_done is not None:
+            since = elapsed - self._first_at
+            self.progress_pane.aside.setText(pace_line(p.done, p.total, since, self._first_done))
+
     def _show_progress(self, p: Any) -> None:
         import time
 
         self.last = p
+        if self._first_done is None:  # the pace counts from the first progress (the server
+            self._first_done = p.done  # is up by then), not from the click
+            self._first_at = time.monotonic() - self._started
         self._col().show_count(p.done, p.total)
-        self.progress_pane.aside.setText(f"{p.done} / {p.total} items")
         s = self.stat_labels
         s["done"].setText(f"{p.done} / {p.total}")
         s["passed"].setText(str(p.passed))
         s["failed"].setText(str(p.failed))
-        s["elapsed"].setText(format_duration(time.monotonic() - self._started))
+        s["failed"].setToolTip(
+            f"Items that did not pass; {p.errors} of them did not run to the end"
+            if p.errors
+            else "Items that did not pass"
+        )
+        self._tick()
         if p.last:
             self._col().add_item(p.last, p.last_ok)
 
     def _done(self, run: Any) -> None:
+        import time
+
+        self._clock.stop()
+        self._tick()
+        ran = time.monotonic() - self._started
+        if run.done and ran > 0 and self._first_done is not None:
+            self._pace = 60 * max(run.done - self._first_done, 1) / ran
         self.job = None
         self.result = run
         self.start_button.setEnabled(True)
@@ -395,6 +502,7 @@ class RunView(JobView):
         self.finished.emit(run)
 
     def _failed(self, exc: BaseException) -> None:
+        self._clock.stop()
         self.job = None
         self.start_button.setEnabled(True)
         self.stop_button.hide()

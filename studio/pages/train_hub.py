@@ -53,6 +53,11 @@ class Followed:
     source: str | None = None
     loaded: bool = False
     error: str | None = None
+    seen_live: bool = False
+    """The hub saw it training (an old run opened in the monitor never changes the current
+    model)."""
+    published: bool = False
+    """Its registered output was made the studio's current model."""
 
     @property
     def live(self) -> bool:
@@ -81,6 +86,9 @@ class RunHub(QObject):
         self._timer.setInterval(POLL_MS)
         self._timer.timeout.connect(self.tick)
         self._closed = False
+        self._reap: list[subprocess.Popen[bytes]] = []
+        """Children of finished runs not yet exited: waited for on each tick, so none is left
+        a zombie under the studio (the store can say `stopped` before the process ends)."""
         app = QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
@@ -89,6 +97,10 @@ class RunHub(QObject):
         if ctx.store is not None:
             self.attach()
         self._detect_environment()
+
+    def live_runs(self) -> list[RunRecord]:
+        """Runs that are training now (top-level ones: a pipeline's stages count as one)."""
+        return [r for r in self.runs if r.status in ("running", "created") and r.parent is None]
 
     # ------------------------------------------------------------------ workspace
 
@@ -178,6 +190,7 @@ class RunHub(QObject):
         if self._in_flight or store is None or self._closed:
             return
         self._ticks += 1
+        self._reap = [proc for proc in self._reap if proc.poll() is None]
         if self._ticks % LIST_EVERY == 0:
             self._list_due = True
         live = [(rid, e.tracker) for rid, e in self.followed.items() if e.live]
@@ -245,6 +258,15 @@ class RunHub(QObject):
         for index, run in enumerate(self.runs):
             if run.id == update.run.id:
                 self.runs[index] = update.run
+        proc = entry.tracker.proc
+        if update.run.finished and proc is not None and proc.poll() is None:
+            self._reap.append(proc)
+        registered = update.run.outputs.get("registered") or []
+        entry.seen_live |= not update.run.finished
+        if update.run.finished and registered and entry.seen_live and not entry.published:
+            # what was just trained is what the operator wants to try next, on every page
+            entry.published = True
+            self.ctx.set_current_model(str(registered[0]))
         return before != update.run.status
 
     # ------------------------------------------------------------------ actions

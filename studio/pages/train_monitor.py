@@ -134,7 +134,9 @@ class RunMonitor(QWidget):
         self.stop_button = button("Stop", "save", "", "Save a checkpoint and the adapter, then end")
         self.cancel_button = button("Cancel", "close", "danger", "End now without saving")
         self.resume_button = button("Resume", "play", "primary", "Continue from the checkpoint")
-        self.restart_button = button("Restart", "redo", "", "Start a new run with this config")
+        self.restart_button = button(
+            "Run again with this config", "redo", "", "Start a new run from step 0 with this config"
+        )
         for b in (self.stop_button, self.cancel_button, self.resume_button, self.restart_button):
             top.addWidget(b)
         cl.addLayout(top)
@@ -358,7 +360,7 @@ class RunMonitor(QWidget):
             hint = (
                 " Resume continues from its last checkpoint."
                 if resumable
-                else " Restart runs it again from the start (no checkpoint was saved)."
+                else " Run again with this config starts over (no checkpoint was saved)."
             )
             tail = "\n".join(
                 [ln for ln in reason.splitlines()[1:] if ln.strip() and not _progress(ln)][-3:]
@@ -372,7 +374,7 @@ class RunMonitor(QWidget):
             text = (
                 f"Stopped{step}: checkpoint and adapter saved. Resume continues it."
                 if resumable
-                else f"Stopped{step} before a checkpoint was saved: Restart runs it again."
+                else f"Stopped{step} before a checkpoint was saved: Run again starts over."
             )
             self.banner.show_message("warning", text)
         elif run.status == "cancelled":

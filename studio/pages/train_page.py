@@ -22,7 +22,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QFrame,
@@ -39,9 +39,11 @@ from studio import theme
 from studio.context import StudioContext
 from studio.logic.train_forms import (
     FieldSpec,
+    data_files_missing,
     field_errors,
     form_data,
     form_fields,
+    newest_dataset,
     split_problem,
 )
 from studio.pages.train_hub import run_hub
@@ -113,6 +115,7 @@ class TrainPage(QWidget):
         self._token = 0
         self._checked_token = -1
         self._starting = False
+        self._ready = False
         from core.train.runs import new_run_id
 
         self._new_run_id = new_run_id
@@ -161,6 +164,7 @@ class TrainPage(QWidget):
         if self.env is not None:
             self._env_ready()
         self._restore()
+        self._offer_dataset()
         self.command_toggle.setChecked(
             str(ctx.settings.value("train/show_command", "true")) == "true"
         )
@@ -395,6 +399,28 @@ class TrainPage(QWidget):
         if mode in dict(MODES):
             self.mode_picker.set_value(mode)
 
+    def _offer_dataset(self) -> None:
+        """Point the SFT data field at the workspace's newest dataset when it names none that
+        exists (the config's placeholder default, or a file since deleted), and open its
+        Browse dialog in the datasets folder: the data the Data page just made is the data
+        an operator means to train on."""
+        folder = self.ctx.home / "datasets"
+        for form in self.forms.values():
+            form.set_file_folder(str(folder))
+        form = self.forms.get("sft")
+        if form is None or "data" not in form.specs:
+            return
+        if not data_files_missing(str(form.values().get("data") or ""), self.ctx.home):
+            return
+        newest = newest_dataset(folder)
+        if newest is not None:
+            form.set_values({"data": str(newest)})
+            self.validate()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self._offer_dataset()
+
     def _remember(self) -> None:
         for stage, form in [*self.forms.items(), ("pipeline", self.pipeline_form)]:
             self.ctx.settings.setValue(f"train/form/{stage}", json.dumps(form.values()))
@@ -591,8 +617,8 @@ class TrainPage(QWidget):
         lines = list(self._form_problems)
         if not pending and self.config is not None:
             lines += [p for p in self.problems if p not in lines]
-        ready = self.config is not None and not pending and not self.problems and not lines
-        self.start_button.setEnabled(ready and not self._starting and self.env is not None)
+        self._ready = self.config is not None and not pending and not self.problems and not lines
+        self._update_start()
         if pending:
             self.check_text.setText(
                 f"<span style='color:{theme.color('text-muted')}'>Checking "
@@ -624,6 +650,19 @@ class TrainPage(QWidget):
         )
 
     # ------------------------------------------------------------------ actions
+
+    def _update_start(self) -> None:
+        """Start is for a valid config while nothing trains: a second run would share the
+        machine's cores or GPU with the first and slow both (the Monitor tab stops one)."""
+        live = self.hub.live_runs()
+        self.start_button.setEnabled(
+            self._ready and not self._starting and self.env is not None and not live
+        )
+        self.start_button.setToolTip(
+            f"{live[0].id} is training: stop it on the Monitor tab, or wait for it"
+            if live
+            else "Freeze this config and start"
+        )
 
     def copy_command(self) -> None:
         QGuiApplication.clipboard().setText(self.command_view.toPlainText())
@@ -665,6 +704,7 @@ class TrainPage(QWidget):
 
     def _runs_changed(self) -> None:
         """On opening: show the newest running run (or the newest run) in the monitor."""
+        self._update_start()
         ids = {r.id for r in self.hub.runs}
         if self.monitor.run_id in ids:
             return

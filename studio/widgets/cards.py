@@ -442,9 +442,11 @@ class StatsPanel(QFrame):
         head = QHBoxLayout()
         head.addWidget(_text("Session latency", "StatsTitle", wrap=False, selectable=False))
         head.addStretch(1)
-        self.note = _text("no requests yet", "StatsNote", wrap=False, selectable=False)
-        head.addWidget(self.note)
         lay.addLayout(head)
+        # its own line: the sentence ("5 requests: 3 timed, 1 warm-up left out, …") is longer
+        # than the space beside the title in a narrow column
+        self.note = _text("no requests yet", "StatsNote", wrap=True, selectable=False)
+        lay.addWidget(self.note)
         grid = QGridLayout()
         grid.setHorizontalSpacing(14)
         grid.setVerticalSpacing(3)
@@ -476,12 +478,10 @@ class StatsPanel(QFrame):
             self.cells[(line.metric, "p50")].setText(p50)
             self.cells[(line.metric, "p95")].setText(p95)
             name = self.cells[(line.metric, "name")]
-            name.setText(f"{line.title} · {line.n}" if line.n else line.title)
-            name.setToolTip(f"{line.n} sample(s), warm-up requests left out")
-        if summary.requests == 0:
-            self.note.setText("no requests yet")
-        else:
-            bits = [f"{summary.measured} measured", f"{summary.warmup} warm-up left out"]
-            if summary.failed:
-                bits.append(f"{summary.failed} failed")
-            self.note.setText(" · ".join(bits))
+            name.setText(line.title)
+            unit = "request" if line.metric == "agent_e2e_s" else "model call"
+            name.setToolTip(
+                f"P50 / P95 over {line.n} {unit}{'s' if line.n != 1 else ''} "
+                "(warm-up requests left out)"
+            )
+        self.note.setText(summary.note())

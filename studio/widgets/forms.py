@@ -88,16 +88,19 @@ class _FileEdit(QWidget):
         lay.addWidget(self.edit, 1)
         lay.addWidget(self.browse)
         self.multiple = multiple
+        self.start_dir = ""
+        """Where the dialog opens (the workspace's datasets folder; "" = the process's)."""
         self.browse.clicked.connect(self._choose)
 
     def _choose(self) -> None:
         title = "Choose data files" if self.multiple else "Choose a file"
+        start = self.start_dir
         if self.multiple:
-            files, _ = QFileDialog.getOpenFileNames(self, title, "", "JSONL (*.jsonl);;All (*)")
+            files, _ = QFileDialog.getOpenFileNames(self, title, start, "JSONL (*.jsonl);;All (*)")
             if files:
                 self.edit.setText(", ".join(files))
         else:
-            path, _ = QFileDialog.getOpenFileName(self, title, "", "JSONL (*.jsonl);;All (*)")
+            path, _ = QFileDialog.getOpenFileName(self, title, start, "JSONL (*.jsonl);;All (*)")
             if path:
                 self.edit.setText(path)
 
@@ -105,6 +108,12 @@ class _FileEdit(QWidget):
 class ModelForm(QWidget):
     changed = Signal()
     """Some value changed (after the user's edit; not while values are being set)."""
+
+    def set_file_folder(self, folder: str) -> None:
+        """Open every file field's Browse dialog in `folder`."""
+        for editor in self.editors.values():
+            if isinstance(editor, _FileEdit):
+                editor.start_dir = folder
 
     def __init__(
         self,
