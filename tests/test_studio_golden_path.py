@@ -142,7 +142,7 @@ def test_data_train_chat_evaluate_without_typing_a_path(
                 merged = [r for r in list_models(store) if r.kind == "merged"]
             assert [m.meta.get("adapter") for m in merged] == [adapter]
         wait_until(lambda: "A" in chat.lanes, timeout=60)
-        chat.max_tokens.setValue(64)  # a short reply keeps the CPU test short
+        chat.max_tokens.setValue(24)  # a short reply keeps the CPU test short
         chat.composer.setText("hi! what is on sale today?")
         chat.send()
         assert chat.busy and chat.cancel_button.isVisibleTo(chat)
@@ -169,7 +169,7 @@ def test_data_train_chat_evaluate_without_typing_a_path(
         for key, b in view.suite_buttons.items():
             b.setChecked(key == "ls-qa")
         view.limit.setValue(2)
-        view.max_tokens.setValue(48)
+        view.max_tokens.setValue(24)
         wait_until(lambda: view.size.text().startswith("2 items"), timeout=60)
         view.start_button.click()
         wait_until(lambda: view.result is not None, timeout=900)
