@@ -729,6 +729,7 @@ def test_server_killed_mid_reply_keeps_history_and_restarts(
     panel = page.servers["A"]
     try:
         page.max_tokens.setValue(8)
+        panel.engine.set_value("transformers", emit=True)  # vLLM is the default where it exists
 
         async def scenario() -> None:
             await _until(lambda: panel.model.currentData() == "demo", 30)

@@ -258,7 +258,8 @@ def test_kill_stop_and_resume_continue_steps_and_curve(base_model: str, rows: Pa
         stopped_at = run.step
         assert stopped_at < 6 and Path(run.outputs["adapter"]).is_dir()
         assert stopped_at in [c.step for c in run_checkpoints(store, run.id)]
-        assert not run.outputs.get("registered")  # only a finished run is registered
+        # a stop saves the adapter and registers it: servable at once (issue 23)
+        assert run.outputs.get("registered") == ["sft-resume"]
 
         proc = resume(store, run.id)
         run = watch(store, run.id, proc)
