@@ -34,6 +34,8 @@ class StudioContext(QObject):
     """The workspace is about to close its store: stop timers and worker threads that use it."""
     serversChanged = Signal()
     """A model server card changed state (`servers` holds each card's status)."""
+    runHubCreated = Signal(object)
+    """The workspace's training run hub was made (studio.pages.train_hub.run_hub)."""
     currentModelChanged = Signal(str)
     """The model the pages share changed (a registered name: a base, merged model or
     adapter): a finished training run's output, or the user's pick on any page."""

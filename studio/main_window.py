@@ -338,11 +338,14 @@ class MainWindow(QMainWindow):
         self.ctx.harnessChanged.connect(lambda _n: self._refresh_status())
         self.ctx.serversChanged.connect(self._refresh_status)
         self.ctx.currentModelChanged.connect(lambda _n: self._refresh_status())
-        # training runs are child processes, not jobs: the count follows the run hub too
-        from studio.pages.train_hub import run_hub
+        # training runs are child processes, not jobs: the count follows the run hub too,
+        # once a page that launches or lists runs has made it (none at start-up)
+        self.ctx.runHubCreated.connect(self._follow_hub)
 
-        self._hub = run_hub(self.ctx)
-        self._hub.runsChanged.connect(self._refresh_status)
+    def _follow_hub(self, hub: Any) -> None:
+        self._hub = hub
+        hub.runsChanged.connect(self._refresh_status)
+        self._refresh_status()
 
     def _refresh_status(self) -> None:
         faint, ok = theme.color("text-faint"), theme.color("success")
@@ -354,7 +357,7 @@ class MainWindow(QMainWindow):
         self.status_server.setText(f"<span style='color:{dot}'>●</span>&nbsp; {shown}")
         self.status_server.setToolTip(server.tooltip)
         n = jobs().running
-        hub = getattr(self, "_hub", None)  # the status is drawn once before the hub exists
+        hub = getattr(self, "_hub", None)  # made with the Train or Runs page
         training = [r.id for r in hub.live_runs()] if hub is not None else []
         dot = ok if n or training else faint
         parts = [f"{n} job{'s' if n != 1 else ''} running"]

@@ -11,16 +11,14 @@ transformers serve with the adapter merged on first use), the real evaluation ru
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from core.store import Store
+from tests.test_studio_train import no_orphans  # noqa: F401 - a fixture, shared
 
 SCREENSHOTS = os.environ.get("HAT_SCREENSHOTS")
 
@@ -32,22 +30,13 @@ def _grab(win: Any, name: str) -> None:
         win.grab().save(str(folder / name))
 
 
-@pytest.fixture
-def no_orphans() -> Iterator[None]:
-    yield
-    from core.store.training import list_runs
-
-    with Store.open() as store:
-        for run in list_runs(store):
-            if run.pid is not None and not run.finished:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(run.pid, signal.SIGKILL)
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(2400)
 def test_data_train_chat_evaluate_without_typing_a_path(
-    qapp: Any, hat_home: Path, demo_model_folder: Path, no_orphans: None
+    qapp: Any,
+    hat_home: Path,
+    demo_model_folder: Path,
+    no_orphans: None,  # noqa: F811 - the fixture imported above
 ) -> None:
     from core.models import add_folder, list_models
     from tests.studio_helpers import idle, open_studio, shut, wait_until

@@ -253,10 +253,7 @@ def import_tools(
         problems.append(
             Problem("--rename", old, f"no tool in {len(files)} file(s) is named {old!r}")
         )
-    if problems:
-        print_problems(HarnessError(problems))
-        fail(f"nothing was added to {into}")
-    _add(into, replace, "tool(s)", tools=tools)
+    _add(into, replace, "tool(s)", problems, tools=tools)
 
 
 @app.command("import-skill")
@@ -277,10 +274,7 @@ def import_skill(
             skills.append(read_skill_folder(folder))
         except HarnessError as exc:
             problems.extend(exc.problems)
-    if problems:
-        print_problems(HarnessError(problems))
-        fail(f"nothing was added to {into}")
-    _add(into, replace, "skill(s)", skills=skills)
+    _add(into, replace, "skill(s)", problems, skills=skills)
 
 
 @app.command("import-hooks")
@@ -307,7 +301,7 @@ def import_hooks(
         )
     for note in found.notes:
         console.print(f"[yellow]note[/yellow] {esc(note)}", soft_wrap=True)
-    _add(into, replace, "hook(s)", hooks=found.hooks)
+    _add(into, replace, "hook(s)", [], hooks=found.hooks)
     if found.hooks:
         console.print(
             "[yellow]command hooks run as python hooks, and only once trusted: store the "
@@ -316,9 +310,14 @@ def import_hooks(
         )
 
 
-def _add(into: Path, replace: bool, what: str, **components: Any) -> None:
+def _add(into: Path, replace: bool, what: str, problems: list[Problem], **components: Any) -> None:
+    """Write the read components into the folder, or, when reading them found problems,
+    print them all and write nothing."""
     from core.harness.interop import add_to_folder
 
+    if problems:
+        print_problems(HarnessError(problems))
+        fail(f"nothing was added to {into}")
     try:
         added = add_to_folder(into, replace=replace, **components)
     except HarnessError as exc:

@@ -15,8 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core.doctor.pythons import training_python
-from core.models.registry import RegistryError, _slug, get, register_merged
-from core.paths import models_dir
+from core.models.registry import RegistryError, free_model_folder, get, register_merged
 from core.store import Store
 from core.store.serving import ModelRecord, list_models
 
@@ -53,13 +52,7 @@ def merged_model(
         return found
     base = get(store, adapter.base)
     name = f"{adapter.name}-merged"
-    root = models_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    out = root / _slug(name)
-    counter = 2
-    while out.exists():
-        out = root / f"{_slug(name)}-{counter}"
-        counter += 1
+    out = free_model_folder(name)
     if on_phase is not None:
         on_phase("Merging the adapter into its base")
     argv = [python or training_python(), "-m", "training.merge", "--base", base.location,

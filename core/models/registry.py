@@ -52,6 +52,19 @@ class RegistryError(Exception):
         self.kind = kind
 
 
+def free_model_folder(name: str) -> Path:
+    """A folder under the home's models/ for `name` that does not exist yet (`name`,
+    `name-2`, …); models/ is created."""
+    root = models_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / _slug(name)
+    counter = 2
+    while final.exists():
+        final = root / f"{_slug(name)}-{counter}"
+        counter += 1
+    return final
+
+
 def _slug(name: str) -> str:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-")
     return slug or "model"
@@ -168,13 +181,8 @@ def import_gguf(
     path = Path(gguf).expanduser().resolve()
     if not path.is_file():
         raise RegistryError(f"no GGUF file at {path}", kind="missing")
-    root = models_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    final = root / _slug(name)
-    counter = 2
-    while final.exists():
-        final = root / f"{_slug(name)}-{counter}"
-        counter += 1
+    final = free_model_folder(name)
+    root = final.parent
     tmp = root / f".import-{_slug(name)}-{uuid.uuid4().hex[:8]}"
     try:
         result = _run_import(path, tmp, python=python, on_event=on_event, timeout_s=timeout_s)

@@ -260,10 +260,6 @@ class SessionSummary:
     """Failed requests that were not warm-ups (so timed + warmup + failed == requests)."""
 
     @property
-    def measured(self) -> int:
-        return self.requests - self.warmup
-
-    @property
     def timed(self) -> int:
         return self.requests - self.warmup - self.failed
 

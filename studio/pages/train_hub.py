@@ -376,4 +376,5 @@ def run_hub(ctx: StudioContext) -> RunHub:
         return hub
     hub = RunHub(ctx)
     ctx._run_hub = hub  # type: ignore[attr-defined]
+    ctx.runHubCreated.emit(hub)
     return hub
