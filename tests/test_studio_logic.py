@@ -271,7 +271,38 @@ def test_evaluate_size_and_pace_lines() -> None:
     assert size_line(160, pace_per_min=40.0) == "160 items · about 4 min at the last run's pace"
     assert size_line(1, 60.0) == "1 item · about 5 s at the last run's pace"
     assert size_line(0) == "no items to run"
+    assert size_line(12, complete=False).startswith("12 items + IFEval's · ")
     assert pace_line(0, 40, 30.0) == "0 / 40 items"
     assert pace_line(10, 40, 60.0) == "10 / 40 items · about 3 min left"
     assert pace_line(30, 40, 60.0, first_done=20) == "30 / 40 items · about 60 s left"
     assert pace_line(40, 40, 60.0) == "40 / 40 items"
+
+
+def test_planned_items_match_the_plan_without_loading_ifeval(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The size line follows every edit of the Evaluate form, so it must not load IFEval's
+    checkers (seconds of imports); its count must still equal what the run will plan."""
+    import json
+
+    from core.eval.api import EvalRequest, plan_eval
+    from core.eval.results import Suite
+    from studio.logic.eval_view import planned_items
+
+    agent = EvalRequest(model="m", suites=[Suite.LS_QA, Suite.HV_QA], limit=3, variants=2)
+    assert planned_items(agent) == (len(plan_eval(agent)), True)
+
+    prompts = tmp_path / "input_data.jsonl"
+    rows = [{"key": i, "prompt": f"Write {i} words.", "instruction_id_list": [], "kwargs": []}
+            for i in range(7)]  # fmt: skip
+    prompts.write_text("".join(json.dumps(r) + "\n" for r in rows) + "\n", encoding="utf-8")
+    with_ifeval = agent.model_copy(
+        update={"suites": [Suite.LS_QA, Suite.IFEVAL], "ifeval_path": str(prompts), "limit": 5}
+    )
+
+    def no_checkers(*_a: object, **_k: object) -> None:
+        raise AssertionError("the size line loaded the IFEval prompts")
+
+    monkeypatch.setattr("core.eval.ifeval.load_prompts", no_checkers)
+    ls = len(plan_eval(with_ifeval.model_copy(update={"suites": [Suite.LS_QA]})))
+    assert planned_items(with_ifeval) == (ls + 5, True)
+    missing = with_ifeval.model_copy(update={"ifeval_path": str(tmp_path / "none.jsonl")})
+    assert planned_items(missing) == (ls, False)

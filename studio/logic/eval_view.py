@@ -13,9 +13,11 @@ fixed harness, which is what the harness-change impact gate is about).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.eval.results import EvalResult, ResultStatus, Suite
@@ -717,12 +719,47 @@ def _rough(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def size_line(items: int, pace_per_min: float | None = None) -> str:
+def size_line(items: int, pace_per_min: float | None = None, *, complete: bool = True) -> str:
     """What a run of `items` will cost, before it starts: the count, and the time at the
-    pace of the last run this session measured (none yet: said so)."""
-    if items <= 0:
+    pace of the last run this session measured (none yet: said so). Not `complete`: the
+    IFEval prompts could not be counted yet."""
+    if items <= 0 and complete:
         return "no items to run"
-    head = f"{items} item{'s' if items != 1 else ''}"
+    head = f"{items} item{'s' if items != 1 else ''}" + ("" if complete else " + IFEval's")
     if not pace_per_min:
         return f"{head} · the time shows once the first items are done"
     return f"{head} · about {_rough(60 * items / pace_per_min)} at the last run's pace"
+
+
+def planned_items(request: EvalRequest) -> tuple[int, bool]:
+    """(items, complete): how many items `request` runs, for the line under the form.
+
+    The agent suites are planned exactly (`plan_items`, as the run will). IFEval's prompts are
+    counted as the non-empty lines of their JSONL file, not loaded: loading validates every
+    instruction with the official checkers (seconds of imports), too much for a line that
+    follows every edit. Without a readable file the count leaves IFEval out (`complete`
+    False)."""
+    from core.eval.runner import plan_items
+
+    agent = request.model_copy(
+        update={"suites": [s for s in request.suites if s is not Suite.IFEVAL]}
+    )
+    items = len(plan_items(agent))
+    if Suite.IFEVAL not in request.suites:
+        return items, True
+    from core.eval.ifeval import default_prompts_path
+
+    path = Path(request.ifeval_path) if request.ifeval_path else default_prompts_path()
+    try:
+        prompts = _line_count(str(path), path.stat().st_mtime_ns)
+    except OSError:
+        return items, False
+    if request.limit is not None:
+        prompts = min(prompts, request.limit)
+    return items + prompts * request.samples, True
+
+
+@functools.lru_cache(maxsize=8)
+def _line_count(path: str, _mtime_ns: int) -> int:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return sum(1 for line in handle if line.strip())

@@ -421,15 +421,16 @@ class RunView(JobView):
         token = self._size_token
         launch = self.launch()
 
-        def work() -> int:
-            from core.eval.api import plan_eval
+        def work() -> tuple[int, bool]:
+            from studio.logic.eval_view import planned_items
 
             launch.validate()
-            return len(plan_eval(launch.eval_request()))
+            return planned_items(launch.eval_request())
 
-        def done(items: int) -> None:
+        def done(result: tuple[int, bool]) -> None:
             if token == self._size_token:
-                self.size.setText(size_line(items, self._pace))
+                items, complete = result
+                self.size.setText(size_line(items, self._pace, complete=complete))
 
         def failed(_exc: BaseException) -> None:
             if token == self._size_token:
