@@ -43,8 +43,9 @@ app = typer.Typer(help="Chat with the served model through the agent loop.")
 HELP = "commands: /restart  /reset  /history  /quit"
 
 
-def load_harness(spec: str | None) -> Harness:
-    """The demo harness, a harness folder, or a stored version (`name@label`, id)."""
+def load_harness(spec: str | None, *, trust: bool = False) -> Harness:
+    """The demo harness, a harness folder (its Python code and MCP servers run only with
+    `trust`), or a stored version (`name@label`, id)."""
     from core.harness import HarnessError
     from core.harness.demo import load_demo_harness
     from core.harness.folder import import_folder
@@ -55,7 +56,7 @@ def load_harness(spec: str | None) -> Harness:
 
     if Path(spec).is_dir():
         try:
-            return import_folder(Path(spec))
+            return import_folder(Path(spec), trust_python_hooks=trust)
         except HarnessError as exc:
             fail(f"the harness folder {spec} does not validate:\n{exc}")
     with open_store() as store:
@@ -167,13 +168,23 @@ def chat(
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Per model call.")] = 256,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per model call.")] = 120.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated room.")] = 0,
+    trust: Annotated[
+        bool,
+        typer.Option("--trust", help="Let the --harness folder's Python code and MCP servers run."),
+    ] = False,
 ) -> None:
-    """Chat in the terminal; one latency line per reply."""
+    """Chat in the terminal; one latency line per reply. The harness's tools run where they
+    are bound: the live-room simulator, Python functions, MCP servers, HTTP endpoints."""
     from core.runtime.bindings import Bindings
+    from core.runtime.tool_runtime import ToolRuntime, binding_problems
     from core.serving.chat import ChatSession
     from core.serving.client import GenerationOptions, OpenAIChatClient
 
-    the_harness = load_harness(harness)
+    the_harness = load_harness(harness, trust=trust)
+    problems = binding_problems(the_harness)
+    if problems:
+        listed = "\n".join(f"  {p.message}" for p in problems)
+        fail(f"the harness has tools the runtime cannot run:\n{listed}")
     bindings = room_bindings(seed)
     assert isinstance(bindings, Bindings)
     server = None
@@ -188,24 +199,28 @@ def chat(
         try:
 
             async def run() -> None:
-                client = OpenAIChatClient(
-                    base_url,
-                    mid,
-                    options=GenerationOptions(max_tokens=max_tokens),
-                    timeout_s=timeout,
-                )
-                session = ChatSession(
-                    the_harness,
-                    client,
-                    bindings,
-                    store=store,
-                    engine=engine if url is None else None,
-                    model=model or mid,
-                )
-                try:
-                    await _repl(session, server)
-                finally:
-                    await client.aclose()
+                from core.sim.episode import own_bindings
+
+                async with ToolRuntime(the_harness) as tools:
+                    own_bindings(the_harness, tools, bindings)
+                    client = OpenAIChatClient(
+                        base_url,
+                        mid,
+                        options=GenerationOptions(max_tokens=max_tokens),
+                        timeout_s=timeout,
+                    )
+                    session = ChatSession(
+                        the_harness,
+                        client,
+                        bindings,
+                        store=store,
+                        engine=engine if url is None else None,
+                        model=model or mid,
+                    )
+                    try:
+                        await _repl(session, server)
+                    finally:
+                        await client.aclose()
 
             asyncio.run(run())
         finally:

@@ -27,14 +27,18 @@ from core.cli.common import (
 )
 from core.harness import Harness, HarnessError, import_folder
 from core.sim.models import Split, Task
+from core.taskfile.models import OwnTask
 
 app = typer.Typer(help="Build training data from the simulator.", no_args_is_help=True)
 
 SPLIT_NAMES = ("train", "dev", "test")
 
 
-def _tasks(source: str, seed: int, per_category: int | None) -> list[Task]:
+def _tasks(source: str, seed: int, per_category: int | None) -> list[Task | OwnTask]:
+    """Live-room tasks (a split, a suite, or a JSONL of them), or a task file's train split
+    (all its tasks when it has no train split)."""
     from core.sim.tasks import SUITES, generate_tasks, load_suite, read_tasks
+    from core.taskfile.models import TaskFileError, TaskSplit, is_task_file, load_task_file
 
     if source in SPLIT_NAMES:
         return list(generate_tasks(Split(source), seed=seed, per_category=per_category))
@@ -44,13 +48,22 @@ def _tasks(source: str, seed: int, per_category: int | None) -> list[Task]:
     if not path.is_file():
         splits, suites = ", ".join(SPLIT_NAMES), ", ".join(SUITES)
         fail(f"--tasks {source!r} is not a split ({splits}), a suite ({suites}) or a JSONL file")
+    if is_task_file(path):
+        try:
+            own = load_task_file(path)
+        except TaskFileError as exc:
+            fail(str(exc))
+        train = [t for t in own if t.split is TaskSplit.TRAIN]
+        return list(train or own)
     try:
         return list(read_tasks(path))
     except ValueError as exc:
         fail(str(exc))
 
 
-def _harness(path: Path | None, version: str | None) -> tuple[Harness, str | None]:
+def _harness(
+    path: Path | None, version: str | None, trust: bool = False
+) -> tuple[Harness, str | None]:
     if version is not None:
         with open_store() as store:
             info = store.info(version)
@@ -60,7 +73,7 @@ def _harness(path: Path | None, version: str | None) -> tuple[Harness, str | Non
 
         return load_demo_harness(), None
     try:
-        return import_folder(path), None
+        return import_folder(path, trust_python_hooks=trust), None
     except HarnessError as exc:
         print_problems(exc, path)
         raise typer.Exit(1) from None
@@ -121,6 +134,16 @@ def generate(
         bool, typer.Option("--retry-rejects", help="Run previously rejected jobs again.")
     ] = False,
     job_timeout: Annotated[float, typer.Option("--job-timeout", help="Seconds per job.")] = 600.0,
+    trust: Annotated[
+        bool,
+        typer.Option("--trust", help="Let the --harness folder's Python code and MCP servers run."),
+    ] = False,
+    judge_url: Annotated[
+        str | None, typer.Option("--judge-url", help="Judge endpoint for reference-only tasks.")
+    ] = None,
+    judge_model: Annotated[
+        str | None, typer.Option("--judge-model", help="Judge model id.")
+    ] = None,
 ) -> None:
     """Run a teacher on every task under the original and K harness variants (HSA train-bank
     variants by default); keep the good trajectories (accuracy 1, effectiveness >= 0.5) as
@@ -148,7 +171,7 @@ def generate(
         variant_sampler = get_sampler(sampler)
     except ValueError as exc:
         fail(str(exc))
-    base, version_id = _harness(harness, harness_version)
+    base, version_id = _harness(harness, harness_version, trust)
     catalog = load_catalog()
     task_list = _tasks(tasks, seed, per_category)
     remote: OpenAITeacher | None = None
@@ -160,6 +183,22 @@ def generate(
             teacher_url, teacher_model, api_key=os.environ.get(api_key_env), temperature=temperature
         )
         chosen = Teacher.shared(remote.spec, remote)
+    judged = [t.id for t in task_list if isinstance(t, OwnTask) and t.needs_judge]
+    if judged and not (judge_url and judge_model):
+        fail(
+            f"tasks {', '.join(judged[:5])} have only a reference answer: give --judge-url and "
+            "--judge-model, or add facts"
+        )
+    judge = None
+    if judge_url and judge_model:
+        from core.sim.judge import LLMJudge
+        from core.taskfile.judge import JudgeUnavailable, check_judge
+
+        judge = LLMJudge(judge_url, judge_model)
+        try:
+            asyncio.run(check_judge(judge))
+        except JudgeUnavailable as exc:
+            fail(str(exc))
     config = GenerateConfig(
         out=out,
         variants=variants,
@@ -174,6 +213,7 @@ def generate(
         harness_version=version_id or harness_version,
         sampler=variant_sampler,
         sampler_name=sampler,
+        judge=judge,
     )
 
     from core.datagen.generate import JobResult, pending_jobs
@@ -195,8 +235,13 @@ def generate(
         finally:
             if remote is not None:
                 await remote.close()
+            if judge is not None:
+                await judge.close()
 
-    summary = asyncio.run(run())
+    try:
+        summary = asyncio.run(run())
+    except ValueError as exc:  # a harness whose bindings cannot run: nothing was generated
+        fail(str(exc))
     data = summary.to_dict()
     console.print(
         f"wrote {data['written']} rows to {esc(out)} ({data['rejected']} rejected, "

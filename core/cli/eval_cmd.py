@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="Evaluate models: LS-QA, HV-QA, robustness, IFEval; harness impact.")
 
-SUITE_NAMES = ("ls-qa", "hv-qa", "robustness", "ifeval", "all")
+SUITE_NAMES = ("ls-qa", "hv-qa", "robustness", "ifeval", "tasks", "all")
 
 ModelOpt = Annotated[
     str | None, typer.Option("--model", help="Registered model (default: the demo model).")
@@ -37,7 +37,11 @@ ModelOpt = Annotated[
 AdapterOpt = Annotated[str | None, typer.Option("--adapter", help="Registered adapter.")]
 SuiteOpt = Annotated[
     list[str] | None,
-    typer.Option("--suite", "-s", help="ls-qa | hv-qa | robustness | ifeval | all (repeatable)."),
+    typer.Option(
+        "--suite",
+        "-s",
+        help="ls-qa | hv-qa | robustness | ifeval | tasks (a task file) | all (repeatable).",
+    ),
 ]
 LimitOpt = Annotated[
     int | None, typer.Option("--limit", min=1, help="At most N tasks (prompts) per suite.")
@@ -270,6 +274,16 @@ def run_cmd(
     ifeval: Annotated[
         Path | None, typer.Option("--ifeval", help="IFEval prompts JSONL (input_data.jsonl).")
     ] = None,
+    tasks: Annotated[
+        Path | None,
+        typer.Option("--tasks", help="Task file (JSONL) for the tasks suite (implies it)."),
+    ] = None,
+    judge_url: Annotated[
+        str | None, typer.Option("--judge-url", help="Judge endpoint for reference-only tasks.")
+    ] = None,
+    judge_model: Annotated[
+        str | None, typer.Option("--judge-model", help="Judge model id.")
+    ] = None,
     oracle: OracleOpt = False,
     out: Annotated[Path | None, typer.Option("--out", help="Write the report here.")] = None,
 ) -> None:
@@ -285,7 +299,7 @@ def run_cmd(
         request = EvalRequest(
             model=name,
             adapter=adapter,
-            suites=_suites(suite),
+            suites=_suites(suite if suite or tasks is None else ["tasks"]),
             harness=harness,
             limit=limit,
             variants=variants,
@@ -298,6 +312,9 @@ def run_cmd(
             model_id=model_id,
             engine=engine,  # type: ignore[arg-type]
             ifeval_path=str(ifeval) if ifeval is not None else None,
+            task_file=str(tasks.resolve()) if tasks is not None else None,
+            judge_url=judge_url,
+            judge_model=judge_model,
         )
     except ValidationError as exc:
         fail(f"invalid evaluation request: {exc}")

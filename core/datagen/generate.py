@@ -43,13 +43,14 @@ CPU work, so concurrency only helps remote teachers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from core.datagen.rows import is_hook_retry, keep_whole, prune
 from core.datagen.teacher import ORACLE, TeacherSpec
@@ -63,10 +64,14 @@ from core.sim.graders import Grades
 from core.sim.models import Catalog, Task
 from core.sim.oracle import OracleClient, task_harness
 from core.sim.surface import HarnessSurface
+from core.taskfile.models import OwnTask
+
+if TYPE_CHECKING:
+    from core.runtime.tool_runtime import ToolRuntime
 
 GENERATOR = "hat-datagen/1"
 
-ClientFactory = Callable[[Task, HarnessVariant, Harness], ChatClient]
+ClientFactory = Callable[[Any, HarnessVariant, Harness], ChatClient]
 """Builds the teacher's client for one job: (task, variant, the job's harness)."""
 
 
@@ -79,7 +84,16 @@ class Teacher:
 
     @classmethod
     def oracle(cls, catalog: Catalog) -> Teacher:
-        def make(task: Task, variant: HarnessVariant, harness: Harness) -> ChatClient:
+        def make(task: Task | OwnTask, variant: HarnessVariant, harness: Harness) -> ChatClient:
+            if isinstance(task, OwnTask):
+                if variant.index != 0:
+                    raise ValueError(
+                        "the oracle plays task-file tasks under the original harness only "
+                        "(--variants 0); use a model teacher for variants"
+                    )
+                from core.taskfile.gold import gold_client
+
+                return gold_client(task, harness)
             return OracleClient(
                 task,
                 harness,
@@ -116,6 +130,8 @@ class GenerateConfig:
     harness_version: str | None = None
     sampler: VariantSampler | None = None
     sampler_name: str | None = None
+    judge: Any = None
+    """Task-file tasks with only a reference answer: the LLM judge (core.sim.judge.LLMJudge)."""
 
     @property
     def rejects_path(self) -> Path:
@@ -212,22 +228,27 @@ class JobResult:
 
 
 async def run_job(
-    task: Task,
+    task: Task | OwnTask,
     variant: HarnessVariant,
     catalog: Catalog,
     teacher: Teacher,
     config: GenerateConfig,
     *,
     harness_name: str,
+    tools: ToolRuntime | None = None,
+    original: Harness | None = None,
 ) -> JobResult:
-    """Run, grade and turn into a row one (task, variant) job. Never raises."""
+    """Run, grade and turn into a row one (task, variant) job. Never raises. A task-file
+    task plays against `tools` (the harness's own bindings) and is graded in the names of
+    `original` (the harness the file was written for)."""
     key = job_key(task.id, variant.index)
+    own = isinstance(task, OwnTask)
     base = {
         "key": key,
         "task_id": task.id,
         "split": task.split.value,
-        "category": task.category.value,
-        "template_id": task.template_id,
+        "category": task.category if isinstance(task, OwnTask) else task.category.value,
+        "template_id": None if isinstance(task, OwnTask) else task.template_id,
         "provenance": {
             "harness": harness_name,
             "harness_version": config.harness_version,
@@ -238,13 +259,23 @@ async def run_job(
         },
     }
     try:
-        harness = task_harness(task, variant.harness)
+        harness = variant.harness if own else task_harness(task, variant.harness)  # type: ignore[arg-type]
         surface = HarnessSurface(
             harness, variant.skill_roles, variant.param_names, variant.param_values
         )
         client = teacher.client_for(task, variant, harness)
         episode = await asyncio.wait_for(
-            play(task, harness, client, catalog, surface=surface, request_id=key),
+            play(
+                task,
+                harness,
+                client,
+                catalog,
+                surface=surface,
+                request_id=key,
+                tools=tools,
+                original=original,
+                judge=config.judge,
+            ),
             config.job_timeout_s,
         )
         trace, grades = episode.trace, episode.grades
@@ -314,8 +345,8 @@ def _rejected(base: dict[str, Any], kind: str, reasons: list[str]) -> JobResult:
 
 
 def _jobs(
-    tasks: Iterable[Task], harness: Harness, config: GenerateConfig, skip: set[str]
-) -> Iterator[tuple[Task, HarnessVariant]]:
+    tasks: Iterable[Task | OwnTask], harness: Harness, config: GenerateConfig, skip: set[str]
+) -> Iterator[tuple[Task | OwnTask, HarnessVariant]]:
     for task in tasks:
         if all(job_key(task.id, i) in skip for i in range(config.variants + 1)):
             continue
@@ -338,7 +369,7 @@ def _done(config: GenerateConfig) -> set[str]:
     return done_keys(config.out) | rejects
 
 
-def pending_jobs(tasks: Sequence[Task], config: GenerateConfig) -> int:
+def pending_jobs(tasks: Sequence[Task | OwnTask], config: GenerateConfig) -> int:
     """How many jobs `generate` will run for `tasks` (finished ones skipped, `limit` applied):
     the total a progress display counts towards."""
     skip = _done(config)
@@ -347,7 +378,7 @@ def pending_jobs(tasks: Sequence[Task], config: GenerateConfig) -> int:
 
 
 async def generate(
-    tasks: Iterable[Task],
+    tasks: Iterable[Task | OwnTask],
     harness: Harness,
     catalog: Catalog,
     teacher: Teacher,
@@ -374,50 +405,71 @@ async def generate(
     )
     jobs = _jobs(task_list, harness, config, skip)
     budget = config.limit
-    with out.open("a", encoding="utf-8") as out_file, rejects.open("a", encoding="utf-8") as rej:
+    world = contextlib.AsyncExitStack()
+    tools: ToolRuntime | None = None
+    if any(isinstance(t, OwnTask) for t in task_list):
+        from core.runtime.tool_runtime import ToolRuntime, binding_problems
 
-        def write(result: JobResult) -> None:
-            handle: IO[str] = out_file if result.kept else rej
-            handle.write(_dump_line(result.row))
-            handle.flush()
-            summary.jobs += 1
-            if result.kept:
-                summary.written += 1
-                summary.hook_retry += result.hook_retry
-                summary.kept_whole += result.kept_whole
-            else:
-                summary.rejected += 1
-                summary.reasons[result.reason_kind or "rejected"] += 1
-            if on_result is not None:
-                on_result(result)
+        problems = binding_problems(harness)
+        if problems:
+            listed = "; ".join(p.message for p in problems)
+            raise ValueError(f"the harness has bindings the runtime cannot run: {listed}")
+        tools = await world.enter_async_context(ToolRuntime(harness))
+    async with world:
+        with (
+            out.open("a", encoding="utf-8") as out_file,
+            rejects.open("a", encoding="utf-8") as rej,
+        ):
 
-        def next_job() -> tuple[Task, HarnessVariant] | None:
-            nonlocal budget
-            if budget is not None:
-                if budget <= 0:
-                    return None
-                budget -= 1
-            return next(jobs, None)
+            def write(result: JobResult) -> None:
+                handle: IO[str] = out_file if result.kept else rej
+                handle.write(_dump_line(result.row))
+                handle.flush()
+                summary.jobs += 1
+                if result.kept:
+                    summary.written += 1
+                    summary.hook_retry += result.hook_retry
+                    summary.kept_whole += result.kept_whole
+                else:
+                    summary.rejected += 1
+                    summary.reasons[result.reason_kind or "rejected"] += 1
+                if on_result is not None:
+                    on_result(result)
 
-        async def worker() -> None:
-            while True:
-                job = next_job()
-                if job is None:
-                    return
-                task, variant = job
-                result = await run_job(
-                    task, variant, catalog, teacher, config, harness_name=harness.name
-                )
-                write(result)
+            def next_job() -> tuple[Task | OwnTask, HarnessVariant] | None:
+                nonlocal budget
+                if budget is not None:
+                    if budget <= 0:
+                        return None
+                    budget -= 1
+                return next(jobs, None)
 
-        workers = [asyncio.ensure_future(worker()) for _ in range(config.concurrency)]
-        try:
-            finished_set, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
-            for finished in finished_set:
-                finished.result()  # re-raise the first failure (e.g. an on_result callback)
-        finally:
-            for pending in workers:
-                pending.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            async def worker() -> None:
+                while True:
+                    job = next_job()
+                    if job is None:
+                        return
+                    task, variant = job
+                    result = await run_job(
+                        task,
+                        variant,
+                        catalog,
+                        teacher,
+                        config,
+                        harness_name=harness.name,
+                        tools=tools,
+                        original=harness,
+                    )
+                    write(result)
+
+            workers = [asyncio.ensure_future(worker()) for _ in range(config.concurrency)]
+            try:
+                finished_set, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+                for finished in finished_set:
+                    finished.result()  # re-raise the first failure (e.g. an on_result callback)
+            finally:
+                for pending in workers:
+                    pending.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
     summary.elapsed_s = time.monotonic() - started
     return summary

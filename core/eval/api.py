@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from core.sim.models import Task
     from core.sim.surface import HarnessSurface
     from core.store import Store
+    from core.taskfile.models import OwnTask
 
 DEFAULT_HARNESS = "live-host"
 """The harness a request without `harness` runs under: its `production` label, else its
@@ -91,6 +92,15 @@ class EvalRequest(BaseModel):
         description="IFEval prompts: the official input_data.jsonl or a JSON/JSONL export of "
         "google/IFEval. None: core.eval.ifeval's default file (<home>/datasets/ifeval/).",
     )
+    task_file: str | None = Field(
+        default=None, description="The `tasks` suite: a task file (JSONL, core/taskfile)."
+    )
+    judge_url: str | None = Field(
+        default=None,
+        description="OpenAI-compatible endpoint of the LLM judge for tasks with only a "
+        "reference answer (the `tasks` suite).",
+    )
+    judge_model: str | None = Field(default=None, description="The judge's model id.")
 
     @field_validator("categories")
     @classmethod
@@ -132,8 +142,9 @@ class EvalRequest(BaseModel):
                 "item_timeout_s",
             },
         )
-        if data.get("categories") is None:
-            data.pop("categories", None)  # requests from before the field compare as before
+        for late in ("categories", "task_file", "judge_url", "judge_model"):
+            if data.get(late) is None:
+                data.pop(late, None)  # requests from before the field compare as before
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -207,8 +218,9 @@ class EvalItem:
     variant_seed: int | None = None
     dimension: str | None = None
     category: str | None = None
-    task: Task | None = None
-    """Agent suites: the simulator task (faults and distractors included)."""
+    task: Task | OwnTask | None = None
+    """Agent suites: the simulator task (faults and distractors included), or the task-file
+    task of the `tasks` suite."""
     prompt: dict[str, Any] | None = None
     """IFEval: the prompt record (`key`, `prompt`, `instruction_id_list`, `kwargs`)."""
 

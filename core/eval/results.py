@@ -26,6 +26,8 @@ class Suite(StrEnum):
     """Seeded faults and distractor tools."""
     IFEVAL = "ifeval"
     """IFEval's official prompts, scored with the official checkers."""
+    TASKS = "tasks"
+    """The operator's own task file (core/taskfile), test split, under the run's harness."""
 
 
 class ResultStatus(StrEnum):

@@ -14,6 +14,10 @@ suite, taken round-robin over task categories so a small run still covers every 
   variant through its own surface (tools by binding, skills by role), so renamed tools and
   skills grade like the originals.
 - `robustness`: the robustness suite (test tasks with injected faults and distractor tools).
+- `tasks`: the operator's task file (`request.task_file`, core/taskfile), its test split,
+  under the run's harness with the harness's own tool bindings (one `ToolRuntime` for the
+  run: MCP servers started once, shared by the items in flight); graded by facts, gold calls,
+  skills and grounded numbers, and by the LLM judge (`judge_url`) for reference-only tasks.
 - `ifeval`: IFEval prompts asked plainly (one user message, no harness, no tools) through the
   same client, scored by `core.eval.ifeval.score_response`.
 
@@ -40,15 +44,16 @@ request's latency row, source `eval`, session = the run id); the progress callba
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 from filelock import FileLock, Timeout
@@ -81,11 +86,14 @@ from core.store.types import utcnow
 if TYPE_CHECKING:
     from core.harness.models import Harness
     from core.serving.server import ManagedServer
+    from core.sim.graders import Grades
     from core.sim.models import Catalog, Task
     from core.sim.surface import HarnessSurface
     from core.store import Store
+    from core.taskfile.models import OwnTask
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 HV_DIMENSIONS: tuple[str, ...] = (
     "skill_ids",
@@ -136,21 +144,25 @@ def resolve_harness(store: Store, ref: str | None) -> tuple[Harness, str, str]:
 # ----------------------------------------------------------------------------- planning
 
 
-def stratified(tasks: Sequence[Task], limit: int | None) -> list[Task]:
+def stratified(
+    tasks: Sequence[T], limit: int | None, category: Callable[[T], str] | None = None
+) -> list[T]:
     """The first `limit` tasks taken round-robin over categories (all when None), in the
-    suite's order within each category; the result is ordered like the suite."""
+    suite's order within each category; the result is ordered like the suite. `category`:
+    a task's category (default: a live-room task's)."""
     if limit is None or limit >= len(tasks):
         return list(tasks)
-    by_category: dict[str, list[Task]] = {}
+    key = category or (lambda task: str(task.category.value))  # type: ignore[attr-defined]
+    by_category: dict[str, list[T]] = {}
     for task in tasks:
-        by_category.setdefault(task.category.value, []).append(task)
-    picked: list[Task] = []
+        by_category.setdefault(key(task), []).append(task)
+    picked: list[T] = []
     for group in zip_longest(*by_category.values()):
         for task in group:
             if task is not None and len(picked) < limit:
                 picked.append(task)
-    chosen = {t.id for t in picked}
-    return [t for t in tasks if t.id in chosen]
+    chosen = {id(t) for t in picked}
+    return [t for t in tasks if id(t) in chosen]
 
 
 def suite_tasks(name: str, seed: int) -> list[Task]:
@@ -202,6 +214,22 @@ def ifeval_prompts(path: str | None) -> list[Any]:
     return list(records)
 
 
+def own_tasks(request: EvalRequest) -> list[OwnTask]:
+    """The `tasks` suite's tasks: the test split of the request's task file, `limit` first
+    ones taken round-robin over categories like the other suites."""
+    from core.taskfile.models import TaskFileError, TaskSplit, load_task_file, task_split
+
+    if request.task_file is None:
+        raise EvalError("the tasks suite needs a task file (--tasks FILE)")
+    try:
+        tasks = task_split(load_task_file(Path(request.task_file)), TaskSplit.TEST)
+    except TaskFileError as exc:
+        raise EvalError(str(exc)) from None
+    if not tasks:
+        raise EvalError(f"{request.task_file}: no task has split test")
+    return stratified(tasks, request.limit, lambda t: t.category)
+
+
 def plan_items(
     request: EvalRequest, *, ifeval_records: Sequence[Any] | None = None
 ) -> list[EvalItem]:
@@ -218,6 +246,11 @@ def plan_items(
                 task_id = str(key if key is not None else _prompt_field(record, "prompt"))
                 for sample in samples:
                     items.append(EvalItem(suite, task_id, sample, prompt=_prompt_dict(record)))
+            continue
+        if suite is Suite.TASKS:
+            for own in own_tasks(request):
+                for sample in samples:
+                    items.append(EvalItem(suite, own.id, sample, category=own.category, task=own))
             continue
         name = "robustness" if suite is Suite.ROBUSTNESS else "ls-qa"
         tasks = suite_tasks(name, request.seed)
@@ -259,8 +292,13 @@ def oracle_clients(catalog: Catalog, *, memorised: Harness | None = None) -> Cli
     fixed = HarnessSurface(memorised, {}, {}, {}) if memorised is not None else None
 
     def make(item: EvalItem, harness: Harness, surface: HarnessSurface) -> ChatClient:
+        from core.taskfile.gold import gold_client
+        from core.taskfile.models import OwnTask
+
         if item.task is None:
             raise EvalError(f"the oracle answers agent tasks only, not {item.suite.value} items")
+        if isinstance(item.task, OwnTask):
+            return gold_client(item.task, memorised or harness)
         return OracleClient(
             item.task, fixed.harness if fixed else harness, catalog, surface=fixed or surface
         )
@@ -354,6 +392,10 @@ class _Context:
     engine: str | None
     prepared: dict[str, Any] = field(default_factory=dict)
     prepare_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    tools: Any = None
+    """The run's ToolRuntime (the `tasks` suite): the harness's own bindings."""
+    judge: Any = None
+    """The LLM judge of reference-only tasks (core.sim.judge.LLMJudge), when asked for."""
 
 
 def _failed(item: EvalItem, reason: str, trace: Trace | None = None, **extra: Any) -> EvalResult:
@@ -381,7 +423,9 @@ async def _variant_harness(ctx: _Context, item: EvalItem, base: Harness) -> Harn
     from core.hsa.policy import Policy
     from core.sim.oracle import gold_trajectory
 
-    assert item.task is not None and item.variant_seed is not None
+    from core.sim.models import Task
+
+    assert isinstance(item.task, Task) and item.variant_seed is not None
     async with ctx.prepare_lock:
         req = ctx.prepared.get(item.task_id)
         if req is None:
@@ -406,9 +450,21 @@ async def _agent_item(ctx: _Context, item: EvalItem) -> _Outcome:
     from core.sim.episode import play
     from core.sim.oracle import task_harness
     from core.sim.surface import HarnessSurface
+    from core.taskfile.models import OwnTask
 
     task = item.task
     assert task is not None
+    if isinstance(task, OwnTask):
+        own_surface = HarnessSurface(ctx.harness, {}, {}, {})
+        own = await play(
+            task,
+            ctx.harness,
+            _client(ctx, item, ctx.harness, own_surface),
+            tools=ctx.tools,
+            judge=ctx.judge,
+            request_id=uuid.uuid4().hex,
+        )
+        return _graded_outcome(item, own.trace, own.grades)
     harness = task_harness(task, ctx.harness)
     if item.suite is Suite.HV_QA:
         try:
@@ -420,7 +476,11 @@ async def _agent_item(ctx: _Context, item: EvalItem) -> _Outcome:
     episode = await play(
         task, harness, client, ctx.catalog, surface=surface, request_id=uuid.uuid4().hex
     )
-    trace, grades = episode.trace, episode.grades
+    return _graded_outcome(item, episode.trace, episode.grades)
+
+
+def _graded_outcome(item: EvalItem, trace: Trace, grades: Grades | None) -> _Outcome:
+    """An agent item's row from its played trace and grades (failed kinds first)."""
     assert grades is not None
     dumped = grades.model_dump(mode="json")
     reply = (trace.final_reply or "").strip()
@@ -607,7 +667,19 @@ async def _execute(
             client=client,
             engine=engine,
         )
-        status, reason = await _drive(store, ctx, todo, done, total, on_progress, stop)
+        async with contextlib.AsyncExitStack() as world:
+            if any(item.suite is Suite.TASKS for item in todo):
+                blocked = await _open_own_world(ctx, world)
+                if blocked is not None:
+                    return await store_update(
+                        update_run,
+                        store,
+                        run.id,
+                        status=RunStatus.FAILED,
+                        reason=blocked,
+                        finished_at=utcnow(),
+                    )
+            status, reason = await _drive(store, ctx, todo, done, total, on_progress, stop)
     finally:
         if client is not None:
             await client.aclose()
@@ -616,6 +688,30 @@ async def _execute(
     return await store_update(
         update_run, store, run.id, status=status, reason=reason, finished_at=utcnow()
     )
+
+
+async def _open_own_world(ctx: _Context, world: contextlib.AsyncExitStack) -> str | None:
+    """The `tasks` suite's world: the harness's tool runtime (every binding must resolve) and
+    the judge when some task needs one; the reason the run cannot start, or None."""
+    from core.runtime.tool_runtime import ToolRuntime, binding_problems
+    from core.sim.judge import LLMJudge
+    from core.taskfile.judge import JudgeUnavailable, check_judge
+
+    problems = binding_problems(ctx.harness)
+    if problems:
+        listed = "; ".join(p.message for p in problems)
+        return f"tools: the harness has bindings the runtime cannot run: {listed}"
+    ctx.tools = await world.enter_async_context(ToolRuntime(ctx.harness))
+    request = ctx.request
+    if request.judge_url is not None and request.judge_model is not None:
+        judge = LLMJudge(request.judge_url, request.judge_model, timeout_s=request.call_timeout_s)
+        world.push_async_callback(judge.close)
+        try:
+            await check_judge(judge)
+        except JudgeUnavailable as exc:
+            return f"judge: {exc}"
+        ctx.judge = judge
+    return None
 
 
 def _openai_client(request: EvalRequest, url: str, model_id: str) -> Any:
@@ -767,7 +863,24 @@ async def _guarded(store: Store, run: EvalRun, coro: Any) -> EvalRun:
         lock.release()
 
 
+def _check_tasks(request: EvalRequest) -> None:
+    """The `tasks` suite's file loads, and tasks that only a judge can grade have one."""
+    if Suite.TASKS not in request.suites:
+        return
+    tasks = own_tasks(request)
+    if (request.judge_url is None) != (request.judge_model is None):
+        raise EvalError("a judge needs both its URL and its model (--judge-url, --judge-model)")
+    judged = [t.id for t in tasks if t.needs_judge]
+    if judged and request.judge_url is None:
+        shown = ", ".join(judged[:5]) + (f" and {len(judged) - 5} more" if len(judged) > 5 else "")
+        raise EvalError(
+            f"{request.task_file}: tasks {shown} have only a reference answer: give a judge "
+            "(--judge-url, --judge-model) or add facts"
+        )
+
+
 def _check_request(store: Store, request: EvalRequest, factory: ClientFactory | None) -> None:
+    _check_tasks(request)
     if factory is not None or request.base_url is not None:
         return
     from core.models.registry import RegistryError, get

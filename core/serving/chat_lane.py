@@ -11,7 +11,11 @@ one harness against two servers. Each lane keeps its own history and latency row
 Each request gets a new client (`client_factory`, default `OpenAIChatClient`), closed when the
 request ends: the studio runs requests either on its qasync loop or, without one, with
 `asyncio.run` in a worker thread, and an HTTP client must not outlive the loop it was made on.
-Each request also gets a fresh simulated room (`viewer_stream.room_bindings`) for its task.
+Each request also gets a fresh simulated room (`viewer_stream.room_bindings`) for its task,
+and, when the harness binds tools elsewhere (Python functions, MCP servers, HTTP endpoints),
+its own `ToolRuntime` for the request: like the HTTP client, an MCP session must not outlive
+the loop it was opened on, so it lives exactly as long as the request (MCP servers start on
+their first call).
 
 `fresh=True` answers the message without the conversation so far and leaves that conversation
 as it was (a live-room replay, where viewers' questions are independent). A failed request
@@ -20,12 +24,14 @@ leaves the history unchanged (`ChatSession`), so after a restart the viewer can 
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core.harness.models import Harness
+from core.runtime.bindings import Bindings
 from core.runtime.client import ChatClient, DeltaCallback, Message, ModelError, ModelReply
 from core.runtime.loop import EventCallback
 from core.runtime.trace import Trace
@@ -121,14 +127,15 @@ class ChatLane:
         factory = client_factory or default_client
         client = factory(endpoint, options or GenerationOptions(), self)
         session.client = client
-        session.bindings = room_bindings(task)
         session.engine = endpoint.engine
         session.model = endpoint.model
         kept = session.history
         if fresh:
             session.history = []
         try:
-            return await session.ask(message, on_delta=on_delta, on_event=on_event)
+            async with contextlib.AsyncExitStack() as world:
+                session.bindings = await request_bindings(self.harness, task, world)
+                return await session.ask(message, on_delta=on_delta, on_event=on_event)
         finally:
             if fresh:
                 session.history = kept
@@ -136,6 +143,20 @@ class ChatLane:
             close = getattr(client, "aclose", None)
             if close is not None:
                 await close()
+
+
+async def request_bindings(
+    harness: Harness, task: Task | None, world: contextlib.AsyncExitStack
+) -> Bindings:
+    """Everything one chat request can call: a fresh live room (for `sim.*` tools), the
+    harness's own tools through a ToolRuntime entered on `world`, and HSA's distractors."""
+    from core.runtime.tool_runtime import ToolRuntime
+    from core.sim.episode import own_bindings
+
+    tools = None
+    if any(not t.binding.startswith(("sim.", "hsa.")) for t in harness.active_tools):
+        tools = await world.enter_async_context(ToolRuntime(harness))
+    return own_bindings(harness, tools, room_bindings(task))
 
 
 # ----------------------------------------------------------------------------- harness choices

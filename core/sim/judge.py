@@ -114,6 +114,7 @@ class LLMJudge:
     ) -> None:
         if samples < 1:
             raise ValueError("samples must be at least 1")
+        self.base_url = base_url
         self.model = model
         self.samples = samples
         self.temperature = temperature
@@ -141,7 +142,12 @@ class LLMJudge:
 
     async def effectiveness(self, task: Task, reply: str) -> JudgeResult | None:
         """The majority vote, or None when every vote failed."""
-        messages = judge_prompt(task, reply)
+        result = await self.verdict(judge_prompt(task, reply))
+        return result if result.votes else None
+
+    async def verdict(self, messages: list[dict[str, str]]) -> JudgeResult:
+        """The majority of `samples` votes on one judge prompt; no votes (and the errors)
+        when every vote failed."""
         result = JudgeResult(score=0.0)
         for _ in range(self.samples):
             try:
@@ -151,9 +157,8 @@ class LLMJudge:
                 continue
             result.votes.append(score)
             result.reasons.append(reason)
-        if not result.votes:
-            return None
-        result.score = majority(result.votes)
+        if result.votes:
+            result.score = majority(result.votes)
         return result
 
 
