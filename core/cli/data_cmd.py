@@ -99,6 +99,9 @@ def generate(
         str, typer.Option("--api-key-env", help="Environment variable holding the API key.")
     ] = "OPENAI_API_KEY",
     temperature: Annotated[float, typer.Option("--temperature")] = 0.0,
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", min=1, help="Per teacher call (a remote teacher).")
+    ] = 1024,
     variants: Annotated[
         int, typer.Option("--variants", "-k", min=0, help="Sampled harness variants per task.")
     ] = 0,
@@ -180,7 +183,11 @@ def generate(
     else:
         assert teacher_url is not None and teacher_model is not None
         remote = OpenAITeacher(
-            teacher_url, teacher_model, api_key=os.environ.get(api_key_env), temperature=temperature
+            teacher_url,
+            teacher_model,
+            api_key=os.environ.get(api_key_env),
+            temperature=temperature,
+            max_tokens=max_tokens,
         )
         chosen = Teacher.shared(remote.spec, remote)
     judged = [t.id for t in task_list if isinstance(t, OwnTask) and t.needs_judge]
