@@ -636,8 +636,9 @@ def test_cli_imports_all_four_formats_and_exports_them(tmp_path: Path) -> None:
     code, out = hat("harness", "import-hooks", str(settings), "--into", str(into))
     assert code == 0, out
     assert "not imported" in out and "Notification" in out and "--trust" in out
-    code, out = hat("harness", "validate", str(into))
-    assert code == 0 and "5 tools, 4 hooks" in out
+    code, out = hat("harness", "validate", str(into))  # the tools are not bound to anything
+    assert code == 1 and "5 tools, 4 hooks" in out
+    assert out.count("has no implementation") == 5
     code, out = hat("harness", "import", str(into), "--trust", "-m", "mine")
     assert code == 0, out
     exported = tmp_path / "mcp-out.json"

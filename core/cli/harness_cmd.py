@@ -1,6 +1,7 @@
 """`hat harness …`: validate, import/export, history, diff, labels, rollback, render, and
-the outside formats: import-tools (MCP tool lists, OpenAI tools), import-skill (agentskills.io
-skill folders), import-hooks (Claude Code settings.json), export-tools, export-hooks."""
+the outside formats: import-tools (MCP tool lists, OpenAI tools), import-mcp (a running MCP
+server's tools, bound to it), import-skill (agentskills.io skill folders), import-hooks (Claude
+Code settings.json), export-tools, export-hooks."""
 
 from __future__ import annotations
 
@@ -55,14 +56,57 @@ def _read(path: Path, trust: bool = False) -> Harness:
 
 
 @app.command()
-def validate(path: Annotated[Path, typer.Argument(help="Harness folder.")]) -> None:
-    """Check a harness folder; list every problem with its file and field."""
-    harness = _read(path)
-    console.print(
-        f"[green]ok[/green] {esc(harness.name)}: {len(harness.skills)} skills, "
-        f"{len(harness.tools)} tools, {len(harness.hooks)} hooks, "
-        f"{len(harness.prompt.sections)} prompt sections"
+def validate(
+    path: Annotated[Path, typer.Argument(help="Harness folder.")],
+    trust: Annotated[
+        bool,
+        typer.Option(
+            "--trust",
+            help="Check python: and mcp: bindings fully: import their modules (this runs "
+            "their code) and look for their servers' commands.",
+        ),
+    ] = False,
+    probe: Annotated[
+        bool,
+        typer.Option(
+            "--probe", help="Also start each MCP server and look its tools up (with --trust)."
+        ),
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds an MCP server may take to start (--probe).")
+    ] = 20.0,
+) -> None:
+    """Check a harness folder; list every problem with its file and field, and every tool
+    binding the runtime cannot run (tool, binding, reason, one a line)."""
+    from core.runtime.tool_runtime import binding_problems, probe_bindings
+
+    harness = _read(path, trust)
+    if probe:
+        import asyncio
+
+        found = asyncio.run(probe_bindings(harness, timeout_s=timeout))
+    else:
+        found = binding_problems(harness)
+    problems = [p for p in found if not p.needs_trust]
+    unchecked = [p for p in found if p.needs_trust]
+    summary = (
+        f"{esc(harness.name)}: {len(harness.skills)} skills, {len(harness.tools)} tools, "
+        f"{len(harness.hooks)} hooks, {len(harness.prompt.sections)} prompt sections"
     )
+    if problems:
+        console.print(f"the folder is valid: {summary}", soft_wrap=True)
+    for problem in problems:
+        console.print(f"[red]binding[/red] {esc(problem.message)}", soft_wrap=True)
+    if unchecked:
+        names = ", ".join(p.tool for p in unchecked)
+        console.print(
+            f"[yellow]not checked (their code runs only once trusted): {esc(names)}; "
+            "validate with --trust to import their modules and start their servers[/yellow]",
+            soft_wrap=True,
+        )
+    if problems:
+        fail(f"{len(problems)} tool(s) of {path} have bindings the runtime cannot run")
+    console.print(f"[green]ok[/green] {summary}", soft_wrap=True)
 
 
 @app.command("import")
@@ -323,8 +367,83 @@ def _add(into: Path, replace: bool, what: str, problems: list[Problem], **compon
     except HarnessError as exc:
         print_problems(exc, into)
         fail(f"nothing was added to {into}")
-    names = [c.name for items in components.values() for c in items]
+    names = [c.name for items in components.values() if isinstance(items, list) for c in items]
     _added(what, names, into, len(added.written), len(added.removed))
+
+
+def _pairs(option: str, pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            fail(f"{option} {pair!r}: write NAME=VALUE")
+        out[key] = value
+    return out
+
+
+@app.command("import-mcp")
+def import_mcp(
+    into: IntoOpt,
+    server_name: Annotated[
+        str,
+        typer.Option(
+            "--name", help="The server's name in mcp.json (bindings are mcp:NAME/<tool>)."
+        ),
+    ],
+    command: Annotated[str, typer.Option("--command", help="Executable that starts the server.")],
+    args: Annotated[
+        list[str] | None,
+        typer.Option("--arg", help="An argument of the command (repeatable, in order)."),
+    ] = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option("--env", help="NAME=VALUE the server gets (repeatable)."),
+    ] = None,
+    cwd: Annotated[str | None, typer.Option("--cwd", help="The server's working folder.")] = None,
+    rename: Annotated[
+        list[str] | None,
+        typer.Option("--rename", help="OLD=NEW: give a tool another name (repeatable)."),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds the server may take to start.")
+    ] = 30.0,
+    replace: ReplaceOpt = False,
+) -> None:
+    """Start an MCP server, read its tools/list and add its tools (bound to mcp:NAME/<tool>)
+    and the server (to mcp.json) to a harness folder: all of them or, on any problem, none."""
+    import asyncio
+
+    from core.harness.interop import tools_from_data
+    from core.harness.models import MCP_SERVER_NAME_RE, McpServer
+    from core.runtime.bindings import ToolError
+    from core.runtime.tool_runtime import list_server_tools
+
+    if not MCP_SERVER_NAME_RE.match(server_name):
+        fail(f"--name {server_name!r}: 1-64 characters of letters, digits, '_', '.' and '-'")
+    try:
+        server = McpServer(
+            command=command, args=list(args or []), env=_pairs("--env", env or []), cwd=cwd
+        )
+    except ValueError as exc:
+        fail(f"the server cannot be declared: {exc}")
+    try:
+        listed = asyncio.run(list_server_tools(server_name, server, timeout_s=timeout))
+    except ToolError as exc:
+        fail(f"{exc.message}\nnothing was added to {into}")
+    where = f"tools/list of MCP server {server_name!r}"
+    try:
+        tools = tools_from_data({"tools": listed}, where, rename=_renames(rename or []))
+    except HarnessError as exc:
+        print_problems(exc)
+        fail(f"nothing was added to {into}")
+    for tool in tools:
+        tool.binding = f"mcp:{server_name}/{tool.binding}"
+    _add(into, replace, "tool(s)", [], tools=tools, mcp_servers={server_name: server})
+    console.print(
+        f"[yellow]MCP tools run only once trusted: store the folder with hat harness import "
+        f"{esc(into)} --trust[/yellow]",
+        soft_wrap=True,
+    )
 
 
 class ToolFormat(StrEnum):

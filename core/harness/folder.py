@@ -1,6 +1,7 @@
 """The harness folder format: harness.yaml, prompt/*.md, skills/<name>/SKILL.md (and any other
 files of the skill folder: scripts/, references/, assets/, LICENSE.txt, ... kept byte for byte),
-tools/*.json, hooks/*.yaml (+ .py for Python hooks).
+tools/*.json, hooks/*.yaml (+ .py for Python hooks), and mcp.json when the harness declares MCP
+servers (the Claude Code / Claude Desktop `mcpServers` format).
 
 Export writes one canonical text for each component, so export -> import -> export is
 byte-identical and a folder under version control diffs cleanly. Import collects every problem
@@ -33,20 +34,27 @@ from yaml.constructor import ConstructorError
 from core.harness.errors import HarnessError, Problem, problems_from_validation
 from core.harness.models import (
     MAX_SKILL_FILE_BYTES,
+    MCP_SERVER_NAME_RE,
     Harness,
     Hook,
     HookKind,
+    McpServer,
     PromptPipeline,
     PromptSection,
     SectionKind,
     Settings,
     Skill,
     Tool,
+    binding_needs_trust,
     skill_file_problem,
 )
 from core.yamlfile import yaml_problem
 
 HARNESS_FILE = "harness.yaml"
+MCP_FILE = "mcp.json"
+"""The harness's MCP servers, in the Claude Code / Claude Desktop format:
+{"mcpServers": {"<name>": {"command": ..., "args": [...], "env": {...}, "cwd": ...}}}."""
+MCP_SERVER_KEYS = ("command", "args", "env", "cwd", "type")
 MANIFEST_KEYS = ("name", "description", "settings", "prompt", "order")
 PROMPT_KEYS = ("style", "variables", "sections")
 ORDER_KEYS = ("skills", "tools", "hooks")
@@ -257,9 +265,26 @@ def manifest_data(harness: Harness) -> dict[str, Any]:
     }
 
 
+def mcp_server_data(server: McpServer) -> dict[str, Any]:
+    """One `mcpServers` entry as Claude Code and Claude Desktop write it."""
+    data: dict[str, Any] = {"command": server.command, "args": list(server.args)}
+    if server.env:
+        data["env"] = dict(server.env)
+    if server.cwd is not None:
+        data["cwd"] = server.cwd
+    return data
+
+
+def mcp_text(servers: dict[str, McpServer]) -> str:
+    """The canonical mcp.json of a harness's MCP servers (sorted by name)."""
+    return dump_json({"mcpServers": {n: mcp_server_data(s) for n, s in sorted(servers.items())}})
+
+
 def folder_files(harness: Harness) -> dict[str, str]:
     """Relative path -> canonical text of every file in the harness's folder."""
     files = {HARNESS_FILE: dump_yaml(manifest_data(harness))}
+    if harness.mcp_servers:
+        files[MCP_FILE] = mcp_text(harness.mcp_servers)
     for section in harness.prompt.sections:
         if section.kind is SectionKind.TEXT or section.template:
             files[f"prompt/{section.id}.md"] = section.template
@@ -308,7 +333,7 @@ _COMPONENT_DIRS = ("prompt", "skills", "tools", "hooks")
 
 def _exported_shape(rel: str) -> bool:
     """Whether `rel` is a path export writes (and so may delete when it is stale)."""
-    return rel == HARNESS_FILE or any(p.fullmatch(rel) for p in _EXPORT_SHAPES)
+    return rel in (HARNESS_FILE, MCP_FILE) or any(p.fullmatch(rel) for p in _EXPORT_SHAPES)
 
 
 def _kind_of(mode: int) -> str:
@@ -377,6 +402,23 @@ def _export_plan(path: Path, files: dict[str, bytes]) -> tuple[list[str], list[P
             )
         )
     stale: list[str] = []
+    try:  # an earlier export's mcp.json goes when the harness no longer has MCP servers
+        mcp_st = os.lstat(path / MCP_FILE)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        problems.append(Problem(str(path / MCP_FILE), "", f"cannot read: {exc.strerror or exc}"))
+    else:
+        if not stat.S_ISREG(mcp_st.st_mode):
+            problems.append(
+                Problem(
+                    str(path / MCP_FILE),
+                    "",
+                    f"is {_kind_of(mcp_st.st_mode)}; export will not replace or delete it",
+                )
+            )
+        elif MCP_FILE not in files:
+            stale.append(MCP_FILE)
     for top in _COMPONENT_DIRS:
         stack = [top]
         while stack:
@@ -1050,6 +1092,58 @@ def _read_hooks(reader: _Reader, trust: bool) -> dict[str, Hook]:
     return hooks
 
 
+def _read_mcp_servers(reader: _Reader) -> dict[str, McpServer]:
+    """The servers of mcp.json (none when the folder has no mcp.json). Claude Code's
+    `"type": "stdio"` is accepted (and not written back: stdio is the only kind); other
+    transports are a problem, since the runtime starts servers over stdio only."""
+    if not reader.exists(MCP_FILE):
+        return {}
+    text = reader.text(MCP_FILE)
+    if text is None:
+        return {}
+    data = reader.json_value(MCP_FILE, text)
+    if data is _FAILED:
+        return {}
+    if not isinstance(data, dict) or not isinstance(data.get("mcpServers"), dict):
+        reader.add(MCP_FILE, "mcpServers", 'expected {"mcpServers": {"<name>": {"command": ...}}}')
+        return {}
+    for key in data:
+        if key != "mcpServers":
+            reader.add(MCP_FILE, key, _allowed(("mcpServers",)))
+    servers: dict[str, McpServer] = {}
+    for name, raw in data["mcpServers"].items():
+        where = f"mcpServers.{name}"
+        if not MCP_SERVER_NAME_RE.match(name):
+            reader.add(
+                MCP_FILE,
+                where,
+                "a server name is 1-64 characters of letters, digits, '_', '.' and '-' "
+                "(it is the <server> of mcp:<server>/<tool> bindings)",
+            )
+            continue
+        if not isinstance(raw, dict):
+            reader.add(MCP_FILE, where, "must be an object with command, args, env, cwd")
+            continue
+        ok = True
+        for key in raw:
+            if key not in MCP_SERVER_KEYS:
+                reader.add(MCP_FILE, f"{where}.{key}", _allowed(MCP_SERVER_KEYS))
+                ok = False
+        kind = raw.get("type", "stdio")
+        if kind != "stdio":
+            reader.add(
+                MCP_FILE,
+                f"{where}.type",
+                f"{kind!r}: only stdio servers (a command to start) are supported",
+            )
+            ok = False
+        fields = {k: v for k, v in raw.items() if k != "type"}
+        server = reader.build(McpServer, fields, MCP_FILE, where)
+        if server is not None and ok:
+            servers[name] = server
+    return servers
+
+
 def _ordered(reader: _Reader, items: dict[str, Any], order: Any, kind: str) -> list[Any]:
     """Apply harness.yaml's order list; names not listed follow alphabetically."""
     if order is None:
@@ -1196,8 +1290,8 @@ def import_folder(path: Path, *, trust_python_hooks: bool = False) -> Harness:
 
 def _comparable(harness: Harness) -> dict[str, Any]:
     data = harness.model_dump(mode="json")
-    for hook in data["hooks"]:
-        hook.pop("trusted", None)
+    for item in [*data["hooks"], *data["tools"]]:
+        item.pop("trusted", None)
     return data
 
 
@@ -1354,6 +1448,10 @@ def harness_from_files(
         tools[tool.name] = tool
         tool_files[tool.name] = rel
     hooks = _read_hooks(reader, trust_python_hooks)
+    for tool in tools.values():
+        if binding_needs_trust(tool.binding):
+            tool.trusted = trust_python_hooks
+    servers = _read_mcp_servers(reader)
 
     order = manifest.get("order")
     if order is None:
@@ -1381,6 +1479,7 @@ def harness_from_files(
             skills=ordered_skills,
             tools=ordered_tools,
             hooks=ordered_hooks,
+            mcp_servers=servers,
         )
     except ValidationError as exc:
         raise HarnessError(problems_from_validation(exc, HARNESS_FILE)) from None

@@ -47,6 +47,7 @@ from core.harness.models import (
     Hook,
     HookEvent,
     HookKind,
+    McpServer,
     PromptPipeline,
     PromptSection,
     SectionKind,
@@ -786,6 +787,7 @@ def add_to_folder(
     tools: list[Tool] | None = None,
     skills: list[Skill] | None = None,
     hooks: list[Hook] | None = None,
+    mcp_servers: dict[str, McpServer] | None = None,
     replace: bool = False,
 ) -> Added:
     """Add components to the harness folder `folder` (created when missing or empty).
@@ -806,6 +808,19 @@ def add_to_folder(
     )
     problems: list[Problem] = []
     replaced: list[tuple[str, str]] = []
+    servers = dict(base.mcp_servers)
+    for server_name, server in (mcp_servers or {}).items():
+        old_server = servers.get(server_name)
+        if old_server is not None and old_server != server and not replace:
+            problems.append(
+                Problem(
+                    "mcp.json",
+                    f"mcpServers.{server_name}",
+                    f"the harness already has an MCP server named {server_name!r} with another "
+                    "command (--replace to replace it)",
+                )
+            )
+        servers[server_name] = server
 
     def merge(kind: str, old: list[Any], new: list[Any]) -> list[Any]:
         """`old` with same-named items replaced in place (or a problem), then the rest."""
@@ -843,6 +858,7 @@ def add_to_folder(
             skills=merged_skills,
             tools=merged_tools,
             hooks=merged_hooks,
+            mcp_servers=servers,
         )
     except ValidationError as exc:
         raise HarnessError(problems_from_validation(exc, "harness.yaml")) from None
@@ -856,6 +872,8 @@ def add_to_folder(
         return Added(harness, sorted(folder_blobs(harness)), [])
     blobs = folder_blobs(harness)
     wanted: set[str] = {"harness.yaml"}
+    if mcp_servers:
+        wanted.add("mcp.json")
     for kind, items in (("skill", skills), ("tool", tools), ("hook", hooks)):
         for item in items:
             wanted |= _component_paths(harness, kind, item.name)
@@ -865,7 +883,11 @@ def add_to_folder(
         if found is not None:
             problems.append(found)
     for rel in sorted(wanted):
-        if not replace and rel != "harness.yaml" and os.path.lexists(folder / rel):
+        if (
+            not replace
+            and rel not in ("harness.yaml", "mcp.json")
+            and os.path.lexists(folder / rel)
+        ):
             problems.append(
                 Problem(str(folder / rel), "", "exists already (--replace to replace it)")
             )

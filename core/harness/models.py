@@ -212,6 +212,16 @@ MCP_EXTRA_TOOL_KEYS = ("icons", "execution", "_meta")
 """MCP tool fields the loop does not use but keeps, so an MCP list exports back as it came."""
 
 
+TRUSTED_BINDING_PREFIXES = ("python:", "mcp:")
+"""Binding forms that run code on this machine (a module's function, an MCP server's
+command): a harness imported from elsewhere runs them only once trusted."""
+
+
+def binding_needs_trust(binding: str) -> bool:
+    """Whether a tool with this binding runs only when trusted (see Tool.trusted)."""
+    return binding.startswith(TRUSTED_BINDING_PREFIXES)
+
+
 class Tool(_Model):
     """An OpenAI-style function tool bound to an implementation by name."""
 
@@ -240,6 +250,14 @@ class Tool(_Model):
     mcp: dict[str, Any] = Field(
         default_factory=dict,
         description="Other MCP tool fields kept as they came (icons, _meta, execution).",
+    )
+    trusted: bool = Field(
+        default=True,
+        description=(
+            "Whether a `python:` or `mcp:` binding may run: such a binding runs code on this "
+            "machine, so a folder imported without trust marks them False (never written "
+            "into the folder; set at import, like Hook.trusted)."
+        ),
     )
 
     @field_validator("name")
@@ -516,6 +534,36 @@ class Settings(_Model):
         return value
 
 
+MCP_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+"""An MCP server's name: one path part of a `mcp:<server>/<tool>` binding (no `/`)."""
+
+
+class McpServer(_Model):
+    """An MCP server the harness's `mcp:<server>/<tool>` bindings call, started over stdio.
+
+    The fields are those of a Claude Code / Claude Desktop `mcpServers` entry, so a harness's
+    mcp.json is the file those clients read."""
+
+    command: str = Field(
+        description="Executable that starts the server (a name on PATH or a path)."
+    )
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Variables the server gets on top of the scrubbed environment hooks get.",
+    )
+    cwd: str | None = Field(default=None, description="Working folder of the server process.")
+
+    @field_validator("command")
+    @classmethod
+    def _check_command(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("an MCP server needs a command")
+        if "\x00" in value:
+            raise ValueError("the command holds a NUL character")
+        return value
+
+
 class Harness(_Model):
     name: str
     description: str = ""
@@ -524,6 +572,21 @@ class Harness(_Model):
     skills: list[Skill] = Field(default_factory=list)
     tools: list[Tool] = Field(default_factory=list)
     hooks: list[Hook] = Field(default_factory=list)
+    mcp_servers: dict[str, McpServer] = Field(
+        default_factory=dict,
+        description="MCP servers by name, for `mcp:<server>/<tool>` bindings (mcp.json).",
+    )
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _check_servers(cls, value: dict[str, McpServer]) -> dict[str, McpServer]:
+        for name in value:
+            if not MCP_SERVER_NAME_RE.match(name):
+                raise ValueError(
+                    f"MCP server name {name!r} must be 1-64 characters of letters, digits, "
+                    "'_', '.' and '-'"
+                )
+        return dict(sorted(value.items()))
 
     @field_validator("name")
     @classmethod

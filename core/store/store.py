@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections import OrderedDict
 from contextlib import AbstractContextManager
@@ -13,7 +14,8 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from core.harness import Harness, HarnessError, HookKind, folder_files
-from core.harness.folder import harness_from_files
+from core.harness.folder import harness_from_files, mcp_server_data
+from core.harness.models import Tool, binding_needs_trust
 from core.store import harness_versions as hv
 from core.store import objects
 from core.store.db import (
@@ -54,11 +56,37 @@ def _apply_trust(harness: Harness, trusted: frozenset[bytes]) -> None:
             hook.trusted = _source_hash(hook.source) in trusted
 
 
+def _tool_trust_hash(tool: Tool, harness: Harness) -> bytes | None:
+    """The hash a tool's trust is recorded under, None for a binding that needs none.
+
+    What runs is the binding (a module's function) and, for `mcp:`, the server's command
+    line: trusting `mcp:shop/lookup` with one command does not trust another command."""
+    if not binding_needs_trust(tool.binding):
+        return None
+    server = ""
+    if tool.binding.startswith("mcp:"):
+        declared = harness.mcp_servers.get(tool.binding[4:].split("/", 1)[0])
+        if declared is not None:
+            server = json.dumps(mcp_server_data(declared), sort_keys=True)
+    return _source_hash(f"tool-binding\0{tool.binding}\0{server}")
+
+
+def _tool_trust(harness: Harness) -> dict[int, bytes]:
+    """{index of a tool in harness.tools: its trust hash} for tools whose binding needs trust."""
+    out = {}
+    for i, tool in enumerate(harness.tools):
+        found = _tool_trust_hash(tool, harness)
+        if found is not None:
+            out[i] = found
+    return out
+
+
 def _comparable(harness: Harness) -> dict[str, Any]:
-    """The harness as data, without the hooks' `trusted` flag (the store keeps trust apart)."""
+    """The harness as data, without the `trusted` flags of hooks and tools (the store keeps
+    trust apart)."""
     data = harness.model_dump(mode="json")
-    for hook in data["hooks"]:
-        hook.pop("trusted", None)
+    for item in [*data["hooks"], *data["tools"]]:
+        item.pop("trusted", None)
     return data
 
 
@@ -167,6 +195,9 @@ class Store:
             for h in harness.hooks
             if h.kind is HookKind.PYTHON and h.trusted and h.source is not None
         ]
+        trusted_sources += [
+            found for i, found in _tool_trust(harness).items() if harness.tools[i].trusted
+        ]
         with self._write() as conn:
             pk = hv.commit(conn, harness.name, files, message, parent, trusted_sources, self.tuning)
             info = hv.infos(conn, [pk])[pk]
@@ -220,9 +251,10 @@ class Store:
             trusted = hv.trusted(conn, _python_sources(tree))
             key = (objects.tree_hash({p: e.blob_hash for p, e in tree.items()}), trusted)
             cached = self._cache_get(key)
-            if cached is not None:
-                return cached
-            blobs = objects.read_blobs(conn, {e.blob_pk for e in tree.values()})
+            if cached is None:
+                blobs = objects.read_blobs(conn, {e.blob_pk for e in tree.values()})
+        if cached is not None:
+            return self._with_tool_trust(cached)
         files = {path: blobs[entry.blob_pk] for path, entry in sorted(tree.items())}
         try:
             harness = harness_from_files(files, trust_python_hooks=False, name=row.harness_name)
@@ -232,7 +264,18 @@ class Store:
             ) from None
         _apply_trust(harness, trusted)
         self._cache_put(key, harness)
-        return harness.model_copy(deep=True)
+        return self._with_tool_trust(harness.model_copy(deep=True))
+
+    def _with_tool_trust(self, harness: Harness) -> Harness:
+        """`harness` with each python:/mcp: tool trusted iff its binding's trust was recorded
+        (applied after the cache, which holds them untrusted, as loaded)."""
+        hashes = _tool_trust(harness)
+        if hashes:
+            with self._read() as conn:
+                trusted = hv.trusted(conn, list(hashes.values()))
+            for i, found in hashes.items():
+                harness.tools[i].trusted = found in trusted
+        return harness
 
     # Loaded harnesses by (tree hash, trusted sources among its hooks): versions are immutable,
     # so a hit is always right; the cache only saves re-parsing (the expensive part of a load).
