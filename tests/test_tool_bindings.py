@@ -271,6 +271,7 @@ def test_mcp_tools_share_one_server_and_restart_after_it_dies() -> None:
         tool("refund", "mcp:shop/refund", order_id="string"),
         tool("crash", "mcp:shop/crash"),
         tool("env_value", "mcp:shop/env_value", name="string"),
+        tool("slow", "mcp:shop/slow", seconds="number"),
         servers={"shop": SHOP},
     )
     assert binding_problems(h) == []
@@ -284,7 +285,12 @@ def test_mcp_tools_share_one_server_and_restart_after_it_dies() -> None:
             )
             assert lookups[2] == {"order_id": "A2", "status": "shipped"}
             assert runtime._servers["shop"].starts == 1  # one server for all callers
+            with pytest.raises(ToolError) as caught:  # a call past its timeout ...
+                await bindings.call("mcp:shop/slow", {"seconds": 5}, ctx("slow"), timeout_s=0.5)
+            assert caught.value.kind is ToolErrorKind.TIMEOUT
+            # ... leaves the session to the next call
             assert await call(bindings, "mcp:shop/add", {"a": 2, "b": 3}) == {"result": 5}
+            assert runtime._servers["shop"].starts == 1
             assert await call(bindings, "mcp:shop/echo_text", {"text": '{"a": 1}'}) == {"a": 1}
             assert await call(bindings, "mcp:shop/echo_text", {"text": "plain"}) == "plain"
             env = await call(bindings, "mcp:shop/env_value", {"name": "SHOP_REGION"})
@@ -304,6 +310,21 @@ def test_mcp_tools_share_one_server_and_restart_after_it_dies() -> None:
         asyncio.run(run())
     finally:
         del os.environ["HAT_TEST_SECRET_TOKEN"]
+
+
+def test_a_call_that_times_out_while_the_server_starts_does_not_cancel_the_start() -> None:
+    h = harness(tool("add", "mcp:shop/add", a="integer", b="integer"), servers={"shop": SHOP})
+
+    async def run() -> None:
+        async with ToolRuntime(h) as runtime:
+            bindings = runtime.register(Bindings())
+            with pytest.raises(ToolError) as caught:  # a Python process takes longer to start
+                await bindings.call("mcp:shop/add", {"a": 1, "b": 1}, ctx("add"), timeout_s=0.01)
+            assert caught.value.kind is ToolErrorKind.TIMEOUT
+            assert await call(bindings, "mcp:shop/add", {"a": 1, "b": 1}) == {"result": 2}
+            assert runtime._servers["shop"].starts == 1
+
+    asyncio.run(run())
 
 
 def test_mcp_bad_servers_are_clear(tmp_path: Path) -> None:
@@ -499,7 +520,7 @@ def test_import_mcp_adds_the_servers_tools_all_or_nothing(tmp_path: Path) -> Non
         "lookup_order=find_order",
     )
     assert code == 0, out
-    assert "added 6 tool(s)" in out
+    assert "added 7 tool(s)" in out
     h = import_folder(folder, trust_python_hooks=True)
     by_name = {t.name: t for t in h.tools}
     assert by_name["find_order"].binding == "mcp:shop/lookup_order"
@@ -585,3 +606,5 @@ def test_mcp_json_round_trips_and_is_versioned(tmp_path: Path) -> None:
             t.trusted = False
         info = store.commit(stranger, "untrusted")
         assert [t.trusted for t in store.load(info.id).tools] == [False, True]
+        store.trust_tools(stranger)
+        assert [t.trusted for t in store.load(info.id).tools] == [True, True]

@@ -114,7 +114,11 @@ def import_(
     path: Annotated[Path, typer.Argument(help="Harness folder to store as a new version.")],
     message: Annotated[str, typer.Option("--message", "-m")] = "import",
     trust: Annotated[
-        bool, typer.Option("--trust", help="Allow this folder's Python hooks to run.")
+        bool,
+        typer.Option(
+            "--trust",
+            help="Allow this folder's Python hooks, python: tools and MCP servers to run.",
+        ),
     ] = False,
     tag: Annotated[str | None, typer.Option("--tag", help="Label to move to it.")] = None,
 ) -> None:
@@ -130,6 +134,13 @@ def import_(
         console.print(
             f"[yellow]python hooks not trusted (they will not run): {esc(', '.join(untrusted))}; "
             "re-import with --trust to allow them[/yellow]"
+        )
+    untrusted_tools = [t.name for t in harness.tools if not t.trusted]
+    if untrusted_tools:
+        console.print(
+            "[yellow]python:/mcp: tools not trusted (their calls fail): "
+            f"{esc(', '.join(untrusted_tools))}; re-import with --trust to allow them[/yellow]",
+            soft_wrap=True,
         )
 
 

@@ -277,6 +277,7 @@ class _McpConnection:
         self._session: ClientSession | None = None
         self._stop: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
+        self._starting: asyncio.Task[ClientSession] | None = None
         self._errlog: IO[str] | None = None
 
     @property
@@ -295,19 +296,26 @@ class _McpConnection:
         return f"; its last output: {lines[-1][:_SHOWN]}" if lines else ""
 
     async def session(self) -> ClientSession:
-        """The live session, starting the server when there is none."""
+        """The live session, starting the server when there is none. The start runs in a task
+        of its own: a caller whose call times out while the server starts does not cancel it
+        (the next call finds the server up)."""
         async with self._lock:
             if self._session is not None and self._task is not None and not self._task.done():
                 return self._session
-            await self._shutdown()
-            if self.starts >= MAX_STARTS:
-                raise ToolError(
-                    ToolErrorKind.ERROR,
-                    f"{self.what} was started {self.starts} times this run and is not running; "
-                    "not starting it again",
-                )
-            self.starts += 1
-            return await self._start()
+            starting = self._starting
+            if starting is None or starting.done():
+                await self._shutdown()
+                if self.starts >= MAX_STARTS:
+                    raise ToolError(
+                        ToolErrorKind.ERROR,
+                        f"{self.what} was started {self.starts} times this run and is not "
+                        "running; not starting it again",
+                    )
+                self.starts += 1
+                starting = asyncio.create_task(self._start(), name=f"start-mcp-{self.name}")
+                starting.add_done_callback(_retrieve)
+                self._starting = starting
+        return await asyncio.shield(starting)
 
     async def _start(self) -> ClientSession:
         from mcp import ClientSession, StdioServerParameters
@@ -393,6 +401,12 @@ class _McpConnection:
 
     async def close(self) -> None:
         async with self._lock:
+            starting, self._starting = self._starting, None
+            if starting is not None and not starting.done():
+                starting.cancel()
+            if starting is not None:
+                with contextlib.suppress(BaseException):
+                    await starting
             await self._shutdown()
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
@@ -438,6 +452,13 @@ class _McpConnection:
             if not cursor:
                 break
         return out
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """Mark a start's failure as seen: every caller that waited for it was told, and one whose
+    call timed out meanwhile must not leave a "never retrieved" warning behind."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _mcp_reason(exc: BaseException) -> str:

@@ -406,6 +406,8 @@ def component_of(path: str) -> tuple[str, str]:
     parts = path.split("/")
     if path == "harness.yaml":
         return "manifest", "harness"
+    if path == "mcp.json":
+        return "mcp", "servers"
     if parts[0] == "prompt" and len(parts) == 2:
         return "prompt", parts[1].removesuffix(".md")
     if parts[0] == "skills" and len(parts) >= 2:

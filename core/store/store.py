@@ -182,7 +182,8 @@ class Store:
 
         `parent`: ``"head"`` (the newest version with the same harness name, None if there is
         none), any ref ``resolve`` accepts (labels of ``harness.name``), or None for a root.
-        Trusted Python hooks have their source hash recorded, so they load back trusted.
+        Trusted Python hooks have their source hash recorded, so they load back trusted; so
+        have trusted python:/mcp: tools their binding (and MCP server command line).
         """
         if not isinstance(harness, Harness):
             raise StoreError(f"expected a Harness, got {type(harness).__name__}")
@@ -354,6 +355,15 @@ class Store:
             return hv.labels(conn, harness_name)
 
     # ------------------------------------------------------------------------- maintenance
+
+    def trust_tools(self, harness: Harness) -> None:
+        """Record every python:/mcp: tool binding of `harness` (with its MCP server's command
+        line) as trusted, so versions holding them load back trusted (the studio's "trust
+        these tools")."""
+        hashes = list(_tool_trust(harness).values())
+        if hashes:
+            with self._write() as conn:
+                hv.record_trust(conn, hashes)
 
     def trust_source(self, source: str) -> None:
         """Record a Python hook source as trusted (the studio's "trust this hook")."""
