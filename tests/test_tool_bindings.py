@@ -335,7 +335,9 @@ def test_mcp_bad_servers_are_clear(tmp_path: Path) -> None:
         tool("missing_cmd", "mcp:ghost/lookup"),
         tool("exits", "mcp:quits/lookup"),
         tool("unlisted", "mcp:shop/no_such_tool"),
+        tool("fine", "mcp:py/add"),  # "python" is HAT's own interpreter, not PATH's first
         servers={
+            "py": McpServer(command="python", args=[str(SERVER_SCRIPT)]),
             "ghost": McpServer(command="hat-no-such-mcp-server-cmd", args=["--stdio"]),
             "quits": McpServer(command=sys.executable, args=[str(exits)]),
             "shop": SHOP,

@@ -39,6 +39,7 @@ import os
 import re
 import shlex
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -210,8 +211,19 @@ def _static_problem(tool: Tool, target: BindingTarget, harness: Harness) -> str 
     return None
 
 
+PYTHON_COMMANDS = frozenset({"python", "python3"})
+"""Commands that start the interpreter HAT runs on (`sys.executable`): a harness folder cannot
+name a virtual environment's path portably, and a server written in Python needs the packages
+(the `mcp` SDK) installed where HAT is, not whatever `python` PATH finds first."""
+
+
+def server_command(server: McpServer) -> str:
+    """The executable a server is started with (`python` is HAT's own interpreter)."""
+    return sys.executable if server.command in PYTHON_COMMANDS else server.command
+
+
 def _find_command(server: McpServer) -> str | None:
-    command = server.command
+    command = server_command(server)
     if os.sep in command or (os.altsep and os.altsep in command):
         base = server.cwd if server.cwd and not os.path.isabs(command) else None
         path = os.path.join(base, command) if base else command
@@ -322,7 +334,7 @@ class _McpConnection:
         from mcp.client.stdio import stdio_client
 
         params = StdioServerParameters(
-            command=self.server.command,
+            command=server_command(self.server),
             args=list(self.server.args),
             env={**hook_environment(), **self.server.env},
             cwd=self.server.cwd,
