@@ -367,11 +367,11 @@ class _McpConnection:
         try:
             session = await asyncio.wait_for(asyncio.shield(ready), self.start_timeout_s)
         except TimeoutError:
+            tail = self._stderr_tail()
             await self._shutdown()
             raise ToolError(
                 ToolErrorKind.ERROR,
-                f"{self.what} did not answer within {self.start_timeout_s:g} s of starting"
-                f"{self._stderr_tail()}",
+                f"{self.what} did not answer within {self.start_timeout_s:g} s of starting{tail}",
             ) from None
         except OSError as exc:
             await self._shutdown()
@@ -422,6 +422,7 @@ class _McpConnection:
             await self._shutdown()
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
+        import anyio
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
 
@@ -439,6 +440,14 @@ class _McpConnection:
                 ) from None
             raise ToolError(
                 ToolErrorKind.ERROR, f"{self.what} refused the call to {tool!r}: {exc.message}"
+            ) from None
+        except Exception as exc:  # a broken pipe, a result the SDK rejects, ...
+            if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError) or (
+                self._task is None or self._task.done()
+            ):
+                self.died(session)
+            raise ToolError(
+                ToolErrorKind.ERROR, f"{self.what}: the call to {tool!r} failed: {_mcp_reason(exc)}"
             ) from None
         return _call_result(self.name, tool, result)
 
