@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from core.cli.common import console, err_console, esc, fail, open_store, printable
+from core.cli.common import TrustOpt, console, err_console, esc, fail, open_store, printable
 from core.cli.serve_cmd import (
     AdapterOpt,
     EngineOpt,
@@ -168,10 +168,7 @@ def chat(
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Per model call.")] = 256,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per model call.")] = 120.0,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated room.")] = 0,
-    trust: Annotated[
-        bool,
-        typer.Option("--trust", help="Let the --harness folder's Python code and MCP servers run."),
-    ] = False,
+    trust: TrustOpt = False,
 ) -> None:
     """Chat in the terminal; one latency line per reply. The harness's tools run where they
     are bound: the live-room simulator, Python functions, MCP servers, HTTP endpoints."""

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -26,6 +26,20 @@ from core.harness import HarnessError
 
 if TYPE_CHECKING:
     from core.store import Store
+
+# Options several commands share, so they read (and are documented) the same everywhere.
+TaskFileOpt = Annotated[
+    Path | None,
+    typer.Option("--tasks", help="Task file (JSONL) for the tasks suite (implies it)."),
+]
+JudgeUrlOpt = Annotated[
+    str | None, typer.Option("--judge-url", help="Judge endpoint for reference-only tasks.")
+]
+JudgeModelOpt = Annotated[str | None, typer.Option("--judge-model", help="Judge model id.")]
+TrustOpt = Annotated[
+    bool,
+    typer.Option("--trust", help="Let the --harness folder's Python code and MCP servers run."),
+]
 
 # C0 and C1 controls, DEL, line/paragraph separators, bidi overrides and isolates
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")

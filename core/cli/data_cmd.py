@@ -17,7 +17,10 @@ from typing import Annotated
 import typer
 
 from core.cli.common import (
+    JudgeModelOpt,
+    JudgeUrlOpt,
     ProgressLines,
+    TrustOpt,
     console,
     err_console,
     esc,
@@ -137,16 +140,9 @@ def generate(
         bool, typer.Option("--retry-rejects", help="Run previously rejected jobs again.")
     ] = False,
     job_timeout: Annotated[float, typer.Option("--job-timeout", help="Seconds per job.")] = 600.0,
-    trust: Annotated[
-        bool,
-        typer.Option("--trust", help="Let the --harness folder's Python code and MCP servers run."),
-    ] = False,
-    judge_url: Annotated[
-        str | None, typer.Option("--judge-url", help="Judge endpoint for reference-only tasks.")
-    ] = None,
-    judge_model: Annotated[
-        str | None, typer.Option("--judge-model", help="Judge model id.")
-    ] = None,
+    trust: TrustOpt = False,
+    judge_url: JudgeUrlOpt = None,
+    judge_model: JudgeModelOpt = None,
 ) -> None:
     """Run a teacher on every task under the original and K harness variants (HSA train-bank
     variants by default); keep the good trajectories (accuracy 1, effectiveness >= 0.5) as

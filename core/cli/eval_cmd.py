@@ -467,6 +467,10 @@ def impact_cmd(
             "stand-in for a model fine-tuned on it (shows what the edit breaks).",
         ),
     ] = False,
+    tasks: Annotated[
+        Path | None,
+        typer.Option("--tasks", help="Task file (JSONL) for the tasks suite (implies it)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The report as JSON.")] = False,
 ) -> None:
     """What moving from one harness version to another does to a model: flipped tasks by
@@ -476,7 +480,7 @@ def impact_cmd(
     from core.models import DEMO_MODEL_NAME
 
     engine = _engine(engine, base_url)
-    suites = _suites(suite)
+    suites = _suites(suite if suite or tasks is None else ["tasks"])
     with open_store() as store:
         # The fixed oracle is its own "model" per version it memorised, so stored runs of the
         # plain oracle (or one fixed on another version) are never reused for it.
@@ -492,6 +496,7 @@ def impact_cmd(
         max_tokens=max_tokens,
         concurrency=concurrency,
         engine=engine,  # type: ignore[arg-type]
+        task_file=str(tasks.resolve()) if tasks is not None else None,
     )
     with open_store() as store:
         factory = _oracle(store, from_ref) if oracle else None

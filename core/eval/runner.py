@@ -121,12 +121,15 @@ def resolve_harness(store: Store, ref: str | None) -> tuple[Harness, str, str]:
     """(harness, its name, stored version id) for a request's `harness`.
 
     None: `live-host@production`, else `live-host@head`, else the bundled demo harness,
-    committed to the store first so the run names a stored version."""
+    committed to the store first so the run names a stored version. A bare harness name
+    follows the same rule: `<name>@production`, else `<name>@head`."""
     if ref is not None:
         try:
             info = store.info(ref)
         except StoreError as exc:
-            raise EvalError(f"harness {ref!r}: {exc}") from None
+            if "@" in ref or ref not in store.harness_names():
+                raise EvalError(f"harness {ref!r}: {exc}") from None
+            info = store.info(_default_ref(store, ref))
         return store.load(info.id), info.harness_name, info.id
     for candidate in (f"{DEFAULT_HARNESS}@production", f"{DEFAULT_HARNESS}@head"):
         try:
@@ -139,6 +142,15 @@ def resolve_harness(store: Store, ref: str | None) -> tuple[Harness, str, str]:
     harness = load_demo_harness()
     info = store.commit(harness, "the bundled demo harness (stored for evaluation)")
     return store.load(info.id), info.harness_name, info.id
+
+
+def _default_ref(store: Store, name: str) -> str:
+    """`name@production` where that label exists, else `name@head`."""
+    try:
+        store.info(f"{name}@production")
+    except StoreError:
+        return f"{name}@head"
+    return f"{name}@production"
 
 
 # ----------------------------------------------------------------------------- planning
@@ -668,18 +680,13 @@ async def _execute(
             engine=engine,
         )
         async with contextlib.AsyncExitStack() as world:
+            blocked = None
             if any(item.suite is Suite.TASKS for item in todo):
                 blocked = await _open_own_world(ctx, world)
-                if blocked is not None:
-                    return await store_update(
-                        update_run,
-                        store,
-                        run.id,
-                        status=RunStatus.FAILED,
-                        reason=blocked,
-                        finished_at=utcnow(),
-                    )
-            status, reason = await _drive(store, ctx, todo, done, total, on_progress, stop)
+            if blocked is None:
+                status, reason = await _drive(store, ctx, todo, done, total, on_progress, stop)
+            else:
+                status, reason = RunStatus.FAILED, blocked
     finally:
         if client is not None:
             await client.aclose()

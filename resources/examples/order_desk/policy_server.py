@@ -1,5 +1,6 @@
-"""The order desk's policy tool as an MCP server over stdio (official `mcp` SDK), so the
-example exercises an MCP binding (`mcp:policies/get_policy`) end to end.
+"""The order desk's policy tool as an MCP server over stdio (the official `mcp` SDK's
+MCPServer, mcp 2.x's name for FastMCP), so the example exercises an MCP binding
+(`mcp:policies/get_policy`) end to end.
 
     python -m resources.examples.order_desk.policy_server
 """
@@ -8,17 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError as McpToolError
 
+from core.runtime.bindings import ToolError
 from resources.examples.order_desk.tools import get_policy as policy_of
 
-server = FastMCP("policies")
+server = MCPServer("policies")
 
 
 @server.tool()
 def get_policy(topic: str) -> dict[str, Any]:
     """The shop's policy on one topic: returns, refunds, shipping or damaged."""
-    return policy_of(topic)
+    try:
+        return policy_of(topic)
+    except ToolError as exc:  # an isError result whose text the agent sees
+        raise McpToolError(exc.message) from None
 
 
 if __name__ == "__main__":

@@ -1,0 +1,137 @@
+"""The second example harness (resources/examples/order_desk, a bookshop's customer service)
+runs the whole loop with nothing from the live room: its tools are Python functions and an
+MCP server (started for real over stdio), its tasks a task file.
+
+- every binding resolves, the gold of every task gets full marks through the real tools
+  (`hat eval run --oracle --suite tasks`), an untrusted copy runs none of its code;
+- a model teacher (the demo model on the session's real `transformers serve`) generates data
+  through the episode runner, `hat eval run --suite tasks` evaluates the served model, and a
+  chat lane answers through the agent loop with the harness's own tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from core.runtime.tool_runtime import binding_problems
+from typer.testing import CliRunner
+
+from core.cli.main import app
+from core.harness.folder import import_folder
+from core.runtime.client import ScriptedClient
+from core.runtime.trace import ToolCallStep
+from core.runtime.trajectory import AssistantTurn, ToolCall
+from core.taskfile.models import TaskSplit, load_task_file
+
+EXAMPLE = Path(__file__).parents[1] / "resources/examples/order_desk"
+FOLDER = EXAMPLE / "harness"
+TASKS = EXAMPLE / "tasks.jsonl"
+runner = CliRunner()
+
+
+def _ok(args: list[str]) -> str:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_every_binding_resolves_and_an_untrusted_copy_runs_none_of_its_code() -> None:
+    trusted = import_folder(FOLDER, trust_python_hooks=True)
+    assert {t.binding.split(":", 1)[0] for t in trusted.tools} == {"python", "mcp"}
+    assert binding_problems(trusted) == []
+    untrusted = binding_problems(import_folder(FOLDER))
+    assert {p.tool for p in untrusted} == {t.name for t in trusted.tools}
+    assert all("trust" in p.message for p in untrusted)
+
+
+def test_every_gold_gets_full_marks_through_the_real_tools() -> None:
+    _ok(["harness", "import", str(FOLDER), "--trust"])
+    out = _ok(
+        [
+            "eval",
+            "run",
+            "--oracle",
+            "--suite",
+            "tasks",
+            "--tasks",
+            str(TASKS),
+            "--harness",
+            "order-desk",
+        ]
+    )
+    from core.eval.api import list_eval_runs, load_results
+    from core.store import Store
+
+    with Store.open() as store:
+        run = list_eval_runs(store)[-1]
+        rows = load_results(store, run.id)
+    tests = [t for t in load_task_file(TASKS) if t.split is TaskSplit.TEST]
+    assert len(rows) == len(tests), out
+    assert all(r.passed for r in rows), [(r.task_id, r.grades) for r in rows if not r.passed]
+
+
+def test_the_chat_lane_calls_the_python_and_mcp_tools() -> None:
+    """A scripted model stands in for the served one here (what it writes is fixed, so the
+    test is about the tools); the served model's run is the slow test below."""
+    from core.serving.chat_lane import ChatLane
+    from core.serving.chat_server import Endpoint
+
+    harness = import_folder(FOLDER, trust_python_hooks=True)
+    turns = [
+        AssistantTurn(
+            tool_calls=[
+                ToolCall(name="lookup_order", arguments={"order_id": "PT-1042"}),
+                ToolCall(name="get_policy", arguments={"topic": "refunds"}),
+            ]
+        ),
+        AssistantTurn(content="PT-1042 is on its way; refunds take 5 working days."),
+    ]
+    lane = ChatLane("A", harness)
+    endpoint = Endpoint(base_url="http://127.0.0.1:9/v1", model_id="scripted")
+    trace = asyncio.run(
+        lane.ask("where is PT-1042?", endpoint, client_factory=lambda *_: ScriptedClient(turns))
+    )
+    calls = {s.name: s for s in trace.steps_of(ToolCallStep)}
+    assert calls["lookup_order"].result["tracking_no"] == "RM503377GB"
+    assert calls["get_policy"].result["window_days"] == 5, calls["get_policy"]
+    assert trace.ok and "5 working days" in (trace.final_reply or "")
+
+
+@pytest.mark.slow
+def test_a_model_teacher_generates_data_and_the_served_model_is_evaluated(
+    transformers_server: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "rows.jsonl"
+    _ok(
+        [
+            "data", "generate", "--harness", str(FOLDER), "--trust", "--tasks", str(TASKS),
+            "--teacher-url", transformers_server.base_url,
+            "--teacher-model", transformers_server.model_id,
+            "--variants", "1", "--limit", "2", "--max-tokens", "48", "--concurrency", "2",
+            "--out", str(out),
+        ]
+    )  # fmt: skip
+    kept = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    rejects = out.with_name(out.name + ".rejects.jsonl")
+    rejected = [json.loads(line) for line in rejects.read_text().splitlines()]
+    assert len(kept) + len(rejected) == 2
+    for row in kept + rejected:
+        assert row["provenance"]["teacher"]["kind"] == "openai"
+        assert row["split"] == "train"
+    graded = [r for r in kept + rejected if "grades" in r]
+    assert graded, rejected  # the teacher answered: its runs were graded, not transport failures
+
+    _ok(["harness", "import", str(FOLDER), "--trust"])
+    report = _ok(
+        [
+            "eval", "run", "--base-url", transformers_server.base_url,
+            "--model-id", transformers_server.model_id, "--suite", "tasks",
+            "--tasks", str(TASKS), "--harness", "order-desk", "--limit", "2",
+            "--max-tokens", "48", "--concurrency", "2",
+        ]
+    )  # fmt: skip
+    assert "tasks" in report
