@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.eval.runner import stratified, suite_tasks
+from core.eval.planning import stratified, suite_tasks
 from core.harness.demo import load_demo_harness
 from core.runtime.trace import Trace
 from core.sim.catalog import load_catalog

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from core.eval.api import EvalError, EvalItem, Suite, impact, list_eval_runs
 from core.eval.impact import changes_between, report_markdown
-from core.eval.runner import oracle_clients
+from core.eval.oracle_model import oracle_clients
 from core.harness.demo import load_demo_harness
 from core.harness.models import Harness
 from core.runtime.client import ChatClient, Message, ModelReply

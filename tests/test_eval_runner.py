@@ -35,8 +35,9 @@ from core.eval.api import (
     resume_eval,
     run_eval,
 )
+from core.eval.oracle_model import oracle_clients
+from core.eval.planning import HV_DIMENSIONS, plan_items, stratified, suite_tasks
 from core.eval.results import EvalResult, ResultStatus, Suite
-from core.eval.runner import HV_DIMENSIONS, oracle_clients, plan_items, stratified, suite_tasks
 from core.eval.store import add_result, create_run, done_items, update_run
 from core.harness.demo import load_demo_harness
 from core.harness.models import Harness

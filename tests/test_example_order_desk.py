@@ -112,6 +112,9 @@ def test_a_model_teacher_generates_data_and_the_served_model_is_evaluated(
             "--teacher-url", transformers_server.base_url,
             "--teacher-model", transformers_server.model_id,
             "--variants", "1", "--limit", "2", "--max-tokens", "48", "--concurrency", "2",
+            # the train split has a reference-only task: the served model is its judge here
+            "--judge-url", transformers_server.base_url,
+            "--judge-model", transformers_server.model_id,
             "--out", str(out),
         ]
     )  # fmt: skip

@@ -73,11 +73,9 @@ def _suites(names: list[str] | None) -> list[Suite]:
 
 
 def _oracle(store: Store, memorised: str | None = None) -> ClientFactory:
-    from core.eval.runner import oracle_clients
-    from core.sim.catalog import load_catalog
+    from core.eval.oracle_model import oracle_factory
 
-    fixed = store.load(memorised) if memorised is not None else None
-    return oracle_clients(load_catalog(), memorised=fixed)
+    return oracle_factory(store, memorised)
 
 
 class _Bar:
@@ -477,6 +475,7 @@ def impact_cmd(
     changed component, score change with its 95 % interval."""
     from core.eval.api import EvalError, EvalRequest, impact
     from core.eval.impact import report_markdown
+    from core.eval.oracle_model import fixed_name
     from core.models import DEMO_MODEL_NAME
 
     engine = _engine(engine, base_url)
@@ -485,7 +484,7 @@ def impact_cmd(
         # The fixed oracle is its own "model" per version it memorised, so stored runs of the
         # plain oracle (or one fixed on another version) are never reused for it.
         try:
-            fixed = f"oracle-fixed@{store.resolve(from_ref)[:10]}" if oracle else None
+            fixed = fixed_name(store.resolve(from_ref)) if oracle else None
         except StoreError as exc:
             fail(str(exc))
     name = model or fixed or DEMO_MODEL_NAME

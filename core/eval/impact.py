@@ -29,7 +29,10 @@ import asyncio
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from core.eval.api import (
+from core.eval.results import EvalResult, ResultStatus, Suite
+from core.eval.stats import paired_bootstrap
+from core.eval.store import ItemKey, list_runs, load_results, load_trace
+from core.eval.types import (
     ClientFactory,
     ComponentChange,
     ComponentGroup,
@@ -42,9 +45,6 @@ from core.eval.api import (
     RunStatus,
     StopFlag,
 )
-from core.eval.results import EvalResult, ResultStatus, Suite
-from core.eval.stats import paired_bootstrap
-from core.eval.store import ItemKey, list_runs, load_results, load_trace
 from core.store.errors import StoreError
 
 if TYPE_CHECKING:
@@ -335,7 +335,7 @@ class _Attribution:
 
     def _task(self, task_id: str) -> Any:
         if self._tasks is None:
-            from core.eval.runner import suite_tasks
+            from core.eval.planning import suite_tasks
 
             seed = self.runs[1].request.seed
             self._tasks = {}

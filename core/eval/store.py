@@ -21,8 +21,8 @@ from typing import Any
 from sqlalchemy import Connection, case, delete, func, insert, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from core.eval.api import EvalRequest, EvalRun, RunStatus
 from core.eval.results import EvalResult, ResultStatus, Suite
+from core.eval.types import EvalRequest, EvalRun, RunStatus
 from core.store.db import transaction
 from core.store.errors import StoreError
 from core.store.serving import RequestRow

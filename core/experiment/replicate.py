@@ -669,6 +669,8 @@ SNAPSHOT = (
     "core.datagen",
     "core.eval.api",
     "core.eval.runner",
+    "core.eval.planning",
+    "core.eval.items",
     "core.eval.ifeval",
     "core.eval.stats",
     "core.experiment.lite",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.eval.oracle_model import ORACLE, ORACLE_FIXED, fixed_name, oracle_factory
 from core.eval.results import EvalResult, ResultStatus, Suite
 from studio.logic.data_turns import TurnItem, turns_from_trace
 from studio.logic.requests import RequestError, check_url
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
     from core.eval.stats import VariantDistribution
     from core.store import Store
 
-ORACLE = "oracle"
-ORACLE_FIXED = "oracle-fixed"
 SUITE_CHOICES: tuple[tuple[str, str, str], ...] = (
     ("ls-qa", "Live-Stream QA", "test tasks under the original harness"),
     ("hv-qa", "Harness-Variant QA", "the same tasks under held-out HSA variants"),
@@ -88,19 +87,6 @@ def model_choices(store: Store) -> list[ModelChoice]:
         )
     )
     return out
-
-
-def fixed_name(version_id: str) -> str:
-    """The model name runs of the oracle fixed on `version_id` are stored under."""
-    return f"{ORACLE_FIXED}@{version_id[:10]}"
-
-
-def oracle_factory(store: Store, fixed_on: str | None = None) -> ClientFactory:
-    from core.eval.runner import oracle_clients
-    from core.sim.catalog import load_catalog
-
-    memorised = store.load(fixed_on) if fixed_on else None
-    return oracle_clients(load_catalog(), memorised=memorised)
 
 
 # ----------------------------------------------------------------------------- launching
@@ -739,7 +725,7 @@ def planned_items(request: EvalRequest) -> tuple[int, bool]:
     instruction with the official checkers (seconds of imports), too much for a line that
     follows every edit. Without a readable file the count leaves IFEval out (`complete`
     False)."""
-    from core.eval.runner import plan_items
+    from core.eval.planning import plan_items
 
     agent = request.model_copy(
         update={"suites": [s for s in request.suites if s is not Suite.IFEVAL]}

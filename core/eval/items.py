@@ -1,0 +1,333 @@
+"""Playing one planned item: its world, the model client, the grades, the stored row's fields.
+
+**One item.** A fresh `LiveRoom` for the task (its faults), the harness with the task's
+distractor tools, `AgentLoop.run(viewer message)`, `core.sim.graders.grade`. The row's score
+is the mean of the four grades, `passed` is full marks. An item is **failed** (status failed,
+score 0, grades kept when there is a trace) when it could not be completed: `model_error`
+(the server was unreachable or answered with an error), `max_turns` (an endless tool loop),
+`empty_output` (the model wrote nothing), `timeout` (longer than `item_timeout_s`), `crash` (a
+bug; the reason names it) or `variant` (no HSA variant could be built). The reason starts with
+that kind.
+
+**A dead server.** After a `model_error` the runner checks the server (GET /models). A
+managed server that is down is restarted once per run invocation and the items that hit it
+are run again; when it is down again (or cannot restart, or an external `base_url` stops
+answering) the item is stored as failed and the run ends with status `failed` and the reason.
+`resume` continues: stored items are skipped, transport failures (`model_error`, `timeout`,
+`crash`) are run again.
+
+The server an item talks to (`RunServer`) is checked after a `model_error`; a managed one that
+is down is restarted (core/eval/runner.py says how often) and the item run again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from core.eval.results import EvalResult, ResultStatus, Suite
+from core.eval.types import ClientFactory, EvalItem, EvalRequest
+from core.runtime.client import ChatClient, Message
+from core.runtime.trace import ModelCallStep, Trace, TraceStatus
+
+if TYPE_CHECKING:
+    from core.harness.models import Harness
+    from core.serving.server import ManagedServer
+    from core.sim.graders import Grades
+    from core.sim.models import Catalog
+    from core.sim.surface import HarnessSurface
+
+log = logging.getLogger(__name__)
+
+TRANSPORT_FAILURES = frozenset({"model_error", "timeout", "crash"})
+"""Failure kinds that say nothing about the model: resume runs these items again."""
+
+
+def failure_kind(reason: str | None) -> str:
+    """The kind a failed row's reason starts with (`model_error: ...` -> model_error)."""
+    return (reason or "").split(":", 1)[0].strip()
+
+
+# ----------------------------------------------------------------------------- the server
+
+
+class RunServer:
+    """The endpoint a run talks to: a managed server it started, or an external base_url."""
+
+    def __init__(self, base_url: str, managed: ManagedServer | None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.managed = managed
+        self.restarts = 0
+        self.generation = 0
+        self.down: str | None = None
+        self.lock = asyncio.Lock()
+
+    async def healthy(self) -> bool:
+        if self.managed is not None and not self.managed.alive:
+            return False
+        try:
+            async with httpx.AsyncClient(timeout=10.0) as http:
+                response = await http.get(self.base_url + "/models")
+            return response.status_code < 500
+        except httpx.HTTPError:
+            return False
+
+    async def recover(self, seen_generation: int) -> bool:
+        """After a model_error: True when the item should run again (the server was restarted
+        since it started, or is restarted now); False when the server is fine (the error was
+        the model's answer) or down for good (`down` set)."""
+        async with self.lock:
+            if self.down is not None:
+                return False
+            if self.generation != seen_generation:
+                return True
+            if await self.healthy():
+                return False
+            if self.managed is None:
+                self.down = f"the server at {self.base_url} stopped answering"
+                return False
+            if self.restarts >= 1:
+                self.down = "the server died again after its one restart"
+                return False
+            self.restarts += 1
+            log.warning("evaluation: the model server died; restarting it once")
+            from core.serving.server import ServerError
+
+            try:
+                await asyncio.to_thread(self.managed.restart)
+            except ServerError as exc:
+                self.down = f"the server died and did not restart: {exc}"
+                return False
+            self.base_url = self.managed.base_url.rstrip("/")
+            self.generation += 1
+            return True
+
+
+async def first_model(base_url: str) -> str | None:
+    try:
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            data = (await http.get(base_url.rstrip("/") + "/models")).json()
+        return str(data["data"][0]["id"])
+    except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
+# ----------------------------------------------------------------------------- one item
+
+
+@dataclass
+class Outcome:
+    result: EvalResult
+    trace: Trace | None = None
+    retry: bool = False
+
+
+@dataclass
+class ItemContext:
+    run_id: str
+    request: EvalRequest
+    harness: Harness
+    catalog: Catalog
+    factory: ClientFactory | None
+    server: RunServer | None
+    client: ChatClient | None
+    engine: str | None
+    prepared: dict[str, Any] = field(default_factory=dict)
+    prepare_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    tools: Any = None
+    """The run's ToolRuntime (the `tasks` suite): the harness's own bindings."""
+    judge: Any = None
+    """The LLM judge of reference-only tasks (core.sim.judge.LLMJudge), when asked for."""
+
+
+def failed_result(
+    item: EvalItem, reason: str, trace: Trace | None = None, **extra: Any
+) -> EvalResult:
+    fields: dict[str, Any] = {
+        "suite": item.suite,
+        "task_id": item.task_id,
+        "sample": item.sample,
+        "variant_seed": item.variant_seed,
+        "dimension": item.dimension,
+        "category": item.category,
+        "score": 0.0,
+        "passed": False,
+        "status": ResultStatus.FAILED,
+        "reason": reason,
+        "trace_id": trace.request_id if trace is not None else None,
+        "latency_s": trace.e2e_s if trace is not None else None,
+    }
+    fields.update(extra)
+    return EvalResult(**fields)
+
+
+async def _variant_harness(ctx: ItemContext, item: EvalItem, base: Harness) -> Harness:
+    """The heldout HSA variant of `base` for an HV-QA item (module doc)."""
+    from core.hsa.augment import augment_prepared, prepare
+    from core.hsa.policy import Policy
+    from core.sim.models import Task
+    from core.sim.oracle import gold_trajectory
+
+    assert isinstance(item.task, Task) and item.variant_seed is not None
+    async with ctx.prepare_lock:
+        req = ctx.prepared.get(item.task_id)
+        if req is None:
+            gold = await gold_trajectory(item.task, base, ctx.catalog, add_distractors=False)
+            req = prepare(base, gold)
+            if len(ctx.prepared) > 64:
+                ctx.prepared.clear()
+            ctx.prepared[item.task_id] = req
+    dims = None if item.dimension in (None, "all") else [item.dimension]
+    policy = Policy("heldout", "medium", dims)
+    return augment_prepared(req, policy, item.variant_seed).harness
+
+
+def _client(
+    ctx: ItemContext, item: EvalItem, harness: Harness, surface: HarnessSurface
+) -> ChatClient:
+    if ctx.factory is not None:
+        return ctx.factory(item, harness, surface)
+    assert ctx.client is not None
+    return ctx.client
+
+
+async def _agent_item(ctx: ItemContext, item: EvalItem) -> Outcome:
+    from core.sim.episode import play
+    from core.sim.oracle import task_harness
+    from core.sim.surface import HarnessSurface
+    from core.taskfile.models import OwnTask
+
+    task = item.task
+    assert task is not None
+    if isinstance(task, OwnTask):
+        own_surface = HarnessSurface(ctx.harness, {}, {}, {})
+        own = await play(
+            task,
+            ctx.harness,
+            _client(ctx, item, ctx.harness, own_surface),
+            tools=ctx.tools,
+            judge=ctx.judge,
+            request_id=uuid.uuid4().hex,
+        )
+        return _graded_outcome(item, own.trace, own.grades)
+    harness = task_harness(task, ctx.harness)
+    if item.suite is Suite.HV_QA:
+        try:
+            harness = await _variant_harness(ctx, item, harness)
+        except Exception as exc:  # AugmentError and anything a transform raises
+            return Outcome(failed_result(item, f"variant: {type(exc).__name__}: {exc}"))
+    surface = HarnessSurface(harness, {}, {}, {})
+    client = _client(ctx, item, harness, surface)
+    episode = await play(
+        task, harness, client, ctx.catalog, surface=surface, request_id=uuid.uuid4().hex
+    )
+    return _graded_outcome(item, episode.trace, episode.grades)
+
+
+def _graded_outcome(item: EvalItem, trace: Trace, grades: Grades | None) -> Outcome:
+    """An agent item's row from its played trace and grades (failed kinds first)."""
+    assert grades is not None
+    dumped = grades.model_dump(mode="json")
+    reply = (trace.final_reply or "").strip()
+    if trace.status is TraceStatus.MODEL_ERROR:
+        return Outcome(
+            failed_result(item, f"model_error: {trace.reason}", trace, grades=dumped), trace
+        )
+    if trace.status is TraceStatus.MAX_TURNS:
+        return Outcome(
+            failed_result(item, f"max_turns: {trace.reason}", trace, grades=dumped), trace
+        )
+    if _silent(trace):
+        reason = "empty_output: the model produced no text"
+        return Outcome(failed_result(item, reason, trace, grades=dumped), trace)
+    if trace.ok and not reply:
+        reason = "empty_output: the model's final reply was empty"
+        return Outcome(failed_result(item, reason, trace, grades=dumped), trace)
+    scores = grades.scores()
+    result = EvalResult(
+        suite=item.suite,
+        task_id=item.task_id,
+        sample=item.sample,
+        variant_seed=item.variant_seed,
+        dimension=item.dimension,
+        category=item.category,
+        score=min(1.0, max(0.0, sum(scores.values()) / len(scores))),
+        passed=grades.full_marks,
+        grades=dumped,
+        trace_id=trace.request_id,
+        latency_s=trace.e2e_s,
+    )
+    return Outcome(result, trace)
+
+
+def _silent(trace: Trace) -> bool:
+    """Every model call answered, and with nothing (whatever the hooks made of it)."""
+    calls = trace.steps_of(ModelCallStep)
+    return bool(calls) and all(c.error is None and not c.raw_output.strip() for c in calls)
+
+
+async def _ifeval_item(ctx: ItemContext, item: EvalItem) -> Outcome:
+    """One IFEval prompt asked plainly (one user message, no harness) through the client; a
+    failed row keeps the prompt's instructions, all not followed, for instruction-level
+    accounting (`core.eval.ifeval.aggregate_results`)."""
+    from core.eval import ifeval
+    from core.runtime.client import ModelError
+    from core.sim.surface import HarnessSurface
+
+    record = item.prompt or {}
+    client = _client(ctx, item, ctx.harness, HarnessSurface(ctx.harness, {}, {}, {}))
+    messages: list[Message] = [{"role": "user", "content": str(record.get("prompt") or "")}]
+    started = time.monotonic()
+    reason: str | None = None
+    response = ""
+    try:
+        reply = await client.complete(messages)
+        response = reply.content or ""
+        if not response.strip():
+            reason = "empty_output: the model produced no text"
+    except ModelError as exc:
+        reason = f"model_error: {exc}"
+    latency = time.monotonic() - started
+    # Scoring is CPU work (langdetect, sentence splitting): off the event loop, so the
+    # other items' streams keep flowing while one is scored.
+    score = await asyncio.to_thread(ifeval.score_response, record, response)
+    result = ifeval.to_result(score, sample=item.sample, response=response, latency_s=latency)
+    if reason is not None:
+        result = failed_result(item, reason, grades=dict(score), latency_s=latency)
+    return Outcome(result)
+
+
+async def run_item(ctx: ItemContext, item: EvalItem) -> Outcome:
+    """One item, never raising: a failed row for anything that goes wrong (module doc)."""
+    generation = ctx.server.generation if ctx.server is not None else 0
+    try:
+        work = _ifeval_item(ctx, item) if item.suite is Suite.IFEVAL else _agent_item(ctx, item)
+        outcome = await asyncio.wait_for(work, ctx.request.item_timeout_s)
+    except TimeoutError:
+        reason = f"timeout: the item took longer than {ctx.request.item_timeout_s:g} s"
+        return Outcome(failed_result(item, reason))
+    except Exception as exc:  # a bug in a client, a grader or a harness: the row says which
+        log.exception("evaluation item %s crashed", item.key)
+        return Outcome(failed_result(item, f"crash: {type(exc).__name__}: {exc}"))
+    result = outcome.result
+    if (
+        ctx.server is not None
+        and ctx.factory is None
+        and failure_kind(result.reason) == "model_error"
+        and await ctx.server.recover(generation)
+    ):
+        outcome.retry = True
+    elif (
+        ctx.server is not None
+        and ctx.server.down is not None
+        and result.status is ResultStatus.FAILED
+    ):
+        reason = f"{result.reason} ({ctx.server.down})"
+        outcome.result = result.model_copy(update={"reason": reason})
+    return outcome
