@@ -1,7 +1,7 @@
 """`hat hsa …`: Harness-State Augmentation from the command line.
 
     hat hsa preview --seed 7 --policy heldout --strength heavy [--task test.coupon.0003]
-    hat hsa sample -n 20 --out variants/ --policy train --strength medium
+    hat hsa sample -n 20 --out variants/ --policy train --strength medium [--bank-dir DIR]
     hat hsa transforms
 
 `preview` shows what one variant changes — per harness component (canonical files and the
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from core.hsa.augment import Augmented
     from core.hsa.policy import Policy
     from core.hsa.preview import Row
+    from core.hsa.transform import Bank
     from core.sim.models import Task
 
 app = typer.Typer(help="Preview and sample harness variants (HSA).", no_args_is_help=True)
@@ -44,6 +45,19 @@ PolicyOpt = Annotated[
 StrengthOpt = Annotated[str, typer.Option("--strength", "-s", help="light | medium | heavy.")]
 HarnessOpt = Annotated[
     Path | None, typer.Option("--harness", help="Harness folder (default: the demo).")
+]
+BankDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--bank-dir",
+        help="A user bank folder (docs/hsa-banks.md) layered over the policy's bank.",
+    ),
+]
+BankOnlyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--bank-only", help="With --bank-dir: use the user bank instead of the shipped one."
+    ),
 ]
 DimsOpt = Annotated[
     list[str] | None,
@@ -76,6 +90,22 @@ def _policy(bank: str, strength: str, dimensions: list[str] | None) -> Policy:
         if dim not in known:
             fail(f"--dimension {dim!r}: use one of {', '.join(known)}")
     return Policy(bank, strength, dimensions or None)
+
+
+def _bank(policy: Policy, folder: Path | None, only: bool) -> Bank | None:
+    """The policy's shipped bank with the user bank in `folder` layered over it (or instead
+    of it with `only`); None without a folder. A bad bank file is a clear error."""
+    from core.hsa.banks import BankError, layer_bank
+    from core.hsa.transform import load_bank
+
+    if folder is None:
+        if only:
+            fail("--bank-only needs --bank-dir")
+        return None
+    try:
+        return layer_bank(load_bank(policy.bank), folder, replace=only)
+    except BankError as exc:
+        fail(str(exc))
 
 
 def _task(task_id: str | None, seed: int) -> Task:
@@ -190,6 +220,8 @@ def preview(
         bool, typer.Option("--prompt/--no-prompt", help="Include the rendered system prompt.")
     ] = True,
     width: Annotated[int | None, typer.Option("--width", help="Table width (columns).")] = None,
+    bank_dir: BankDirOpt = None,
+    bank_only: BankOnlyOpt = False,
 ) -> None:
     """Show one variant: per-component harness diff, gold trajectory before/after the remap,
     transforms applied / skipped / dropped."""
@@ -199,12 +231,13 @@ def preview(
     from core.sim.oracle import gold_trajectory
 
     chosen = _policy(policy, strength, dimension)
+    bank = _bank(chosen, bank_dir, bank_only)
     base = _harness(harness)
     the_task = _task(task, seed)
     catalog = load_catalog()
     gold = asyncio.run(gold_trajectory(the_task, base, catalog, add_distractors=False))
     try:
-        result = augment_variant(base, gold, chosen, seed)
+        result = augment_variant(base, gold, chosen, seed, bank=bank)
     except AugmentError as exc:
         fail(str(exc))
     _summary(result)
@@ -239,12 +272,15 @@ def sample(
     strength: StrengthOpt = "medium",
     harness: HarnessOpt = None,
     dimension: DimsOpt = None,
+    bank_dir: BankDirOpt = None,
+    bank_only: BankOnlyOpt = False,
 ) -> None:
     """Write K variant harness folders (variant-0001, …) and manifest.json (seeds and
     transforms of each)."""
     from core.hsa.policy import sample_variant
 
     chosen = _policy(policy, strength, dimension)
+    bank = _bank(chosen, bank_dir, bank_only)
     base = _harness(harness)
     if out.exists() and any(out.iterdir()):
         fail(f"{out} is not empty")
@@ -252,13 +288,15 @@ def sample(
     width = max(4, len(str(count)))
     entries = []
     for i in range(count):
-        variant = sample_variant(base, chosen, seed + i)
+        variant = sample_variant(base, chosen, seed + i, bank=bank)
         folder = f"variant-{i + 1:0{width}d}"
         export_folder(variant.harness, out / folder)
         entries.append({"folder": folder, **variant.record()})
     manifest = {
         "harness": base.name,
         "policy": chosen.to_dict(),
+        "bank_dir": str(bank_dir) if bank_dir is not None else None,
+        "bank_only": bank_only,
         "count": count,
         "seeds": [seed + i for i in range(count)],
         "variants": entries,

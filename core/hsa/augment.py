@@ -33,7 +33,7 @@ from typing import Any
 from core.harness.models import Harness, HookEvent, HookKind
 from core.hsa.mapping import Fill, MappingChain, Remapped
 from core.hsa.policy import Policy, Variant, sample_variant
-from core.hsa.transform import transforms
+from core.hsa.transform import Bank, transforms
 from core.hsa.verify import (
     Decision,
     Reference,
@@ -217,12 +217,17 @@ def prepare(harness: Harness, trajectory: Trajectory | Trace) -> _Requirements:
     return req
 
 
-def augment_prepared(req: _Requirements, policy: Policy, seed: int) -> Augmented:
-    """One verified variant for a `prepare`d trajectory (module doc, steps 2-4)."""
+def augment_prepared(
+    req: _Requirements, policy: Policy, seed: int, *, bank: Bank | None = None
+) -> Augmented:
+    """One verified variant for a `prepare`d trajectory (module doc, steps 2-4); `bank`: the
+    bank to draw from instead of the policy's shipped one (e.g. `core.hsa.banks.layer_bank`
+    with a user bank)."""
     gold = req.trajectory
     dropped: list[tuple[str, str]] = []
     for _ in range(len(transforms()) + 1):
-        variant = sample_variant(req.original, policy, seed, exclude=[n for n, _ in dropped])
+        excluded = [n for n, _ in dropped]
+        variant = sample_variant(req.original, policy, seed, exclude=excluded, bank=bank)
         remapped = forward(variant.chain, gold)
         if check(req, variant.harness, variant.chain, gold, remapped) is None:
             return Augmented(variant, remapped.trajectory, dropped, remapped.fills)
@@ -232,25 +237,40 @@ def augment_prepared(req: _Requirements, policy: Policy, seed: int) -> Augmented
 
 
 def augment_variant(
-    harness: Harness, trajectory: Trajectory | Trace, policy: Policy, seed: int
+    harness: Harness,
+    trajectory: Trajectory | Trace,
+    policy: Policy,
+    seed: int,
+    *,
+    bank: Bank | None = None,
 ) -> Augmented:
     """`augment` with the variant, its record and the dropped transforms (module doc)."""
-    return augment_prepared(prepare(harness, trajectory), policy, seed)
+    return augment_prepared(prepare(harness, trajectory), policy, seed, bank=bank)
 
 
 def augment_many(
-    harness: Harness, trajectory: Trajectory | Trace, policy: Policy, seeds: Iterable[int]
+    harness: Harness,
+    trajectory: Trajectory | Trace,
+    policy: Policy,
+    seeds: Iterable[int],
+    *,
+    bank: Bank | None = None,
 ) -> Iterator[Augmented]:
     """Several variants of one trajectory (the data pipeline's N variants per task): the input
     is checked once. Each equals `augment_variant(harness, trajectory, policy, seed)`."""
     req = prepare(harness, trajectory)
     for seed in seeds:
-        yield augment_prepared(req, policy, seed)
+        yield augment_prepared(req, policy, seed, bank=bank)
 
 
 def augment(
-    harness: Harness, trajectory: Trajectory | Trace, policy: Policy, seed: int
+    harness: Harness,
+    trajectory: Trajectory | Trace,
+    policy: Policy,
+    seed: int,
+    *,
+    bank: Bank | None = None,
 ) -> tuple[Harness, Trajectory]:
     """(variant harness, remapped trajectory), verified; raises AugmentError on bad input."""
-    out = augment_variant(harness, trajectory, policy, seed)
+    out = augment_variant(harness, trajectory, policy, seed, bank=bank)
     return out.harness, out.trajectory

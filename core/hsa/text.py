@@ -164,11 +164,104 @@ def _name_hits(text: str, name: str) -> tuple[tuple[int, int], ...]:
                 hit = True  # the whole quoted string
             elif kind == "code" or everywhere:
                 hit = _whole_token(text, pos, end, lo, hi)
+            elif kind == "prose":
+                hit = _single_quoted(text, pos, end, lo, hi)
+        if hit and _literal(text, pos, end, kind, lo, hi):
+            hit = False
         if hit and pos >= last_end:
             out.append((pos, end))
             last_end = end
         pos = text.find(name, pos + 1)
     return tuple(out)
+
+
+_QUOTE_PAIRS = {"'": "'", "\u2018": "\u2019", "\u201c": "\u201d"}
+
+
+def _single_quoted(text: str, start: int, end: int, lo: int, hi: int) -> bool:
+    """Whether text[start:end] is a whole quoted string in prose: `'head'`, `\u2018head\u2019` or
+    `\u201chead\u201d` (an apostrophe inside a word, as in "viewer's", opens nothing)."""
+    if start - 1 < lo or end >= hi:
+        return False
+    closer = _QUOTE_PAIRS.get(text[start - 1])
+    if closer is None or text[end] != closer:
+        return False
+    if start - 2 >= lo and _word(text[start - 2]):
+        return False
+    return not (end + 1 < hi and _word(text[end + 1]))
+
+
+_SHELL_COMMANDS_TEXT = (
+    "npm npx pip pip3 pipx uv uvx poetry yarn pnpm bun deno brew apt apt-get dnf yum "
+    "cargo gem go conda mamba python python3 node bash sh zsh curl wget git docker make "
+    "soffice libreoffice pandoc cd ls cat mkdir rm cp mv chmod sudo export"
+)
+SHELL_COMMANDS = frozenset(_SHELL_COMMANDS_TEXT.split())
+"""First words of a command line: a name in one is a package, a file or an argument."""
+CODE_FENCE_LANGS = frozenset({"", "json", "jsonc", "json5", "text", "txt", "yaml", "yml", "md"})
+"""Fenced blocks in which names can be references (tool-call examples); in any other
+language (```python, ```bash...) a name is code of that language (`import docx`)."""
+_FENCE = re.compile(r"^[ \t]*(```+|~~~+)[ \t]*([\w+-]*)", re.M)
+_URL = re.compile(r"[a-z][a-z0-9+.-]*://|www\.", re.I)
+
+
+def _literal(text: str, start: int, end: int, kind: str, lo: int, hi: int) -> bool:
+    """Whether an occurrence of a name at text[start:end] is part of a literal that only
+    looks like it: a file name or extension (`file.xlsx`, `xlsx.js`), a path (`/docx/`,
+    `~/xlsx`), a package spec (`@scope/docx`, `docx@8`), a URL, a command line (a code span
+    or fenced line that starts with a shell command: `npm install -g docx`) or code in a
+    fenced block of another language (```python import docx```). Such occurrences are never
+    references, whatever the name is (a skill, a tool, a parameter)."""
+    before = text[start - 1] if start > 0 else ""
+    before2 = text[start - 2] if start > 1 else ""
+    after = text[end] if end < len(text) else ""
+    after2 = text[end + 1] if end + 1 < len(text) else ""
+    if before in "/\\~@" and before:
+        return True
+    if before in ".:" and before and _word(before2):
+        return True
+    if after in "/\\@" and after:
+        return True
+    if after == "." and after2 and (_word(after2) or after2 in "/*"):
+        return True
+    if after == ":" and after2 == "/":
+        return True
+    word_start = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start)) + 1
+    word_end = min(x for x in (text.find(" ", end), text.find("\n", end), len(text)) if x != -1)
+    if _URL.search(text, word_start, word_end):
+        return True
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end == -1 else line_end
+    fence = _fence_lang(text, start)
+    if fence is not None:
+        if fence not in CODE_FENCE_LANGS:
+            return True
+        return _command(text[line_start:start], text[end:line_end])
+    if kind == "code":
+        return _command(text[lo + 1 : start], text[end : hi - 1])
+    return False
+
+
+def _command(head: str, tail: str) -> bool:
+    """Whether a code line (or span) is a command line, the name being between `head` and
+    `tail`: it starts with a shell command (`npm install -g docx`), or with the name itself
+    followed by arguments (`xlsx report.xlsx --sheet Summary`: a program's name)."""
+    words = head.strip().lstrip("$>#").split()
+    if words:
+        return words[0] in SHELL_COMMANDS
+    return not head.strip("$># ") and tail[:1] in (" ", "\t") and bool(tail.strip())
+
+
+def _fence_lang(text: str, pos: int) -> str | None:
+    """The language tag of the fenced block `pos` lies in (`""` when untagged), or None when
+    it lies in no fenced block."""
+    if "```" not in text and "~~~" not in text:
+        return None
+    lang: str | None = None
+    for match in _FENCE.finditer(text, 0, pos):
+        lang = match.group(2).lower() if lang is None else None
+    return lang
 
 
 @lru_cache(maxsize=8192)
@@ -191,6 +284,38 @@ def _text_hits(text: str, names: Iterable[str]) -> list[tuple[int, int, str]]:
     return out
 
 
+_NAMED_HERE = re.compile(
+    r"(?:skill|load|name|tool|call|param\w*|argument)\w*[\"'`]?\s*[:=(]?\s*[\"'`]?$", re.I
+)
+
+
+def _named_here(text: str, start: int) -> bool:
+    """Whether the words just before `start` (same line) name what follows as a skill, tool or
+    parameter: `load_skill("xlsx")`, `{"name": "xlsx"}`, "load `xlsx`", "the tool `csv`"."""
+    line_start = text.rfind("\n", 0, start) + 1
+    return _NAMED_HERE.search(text, max(line_start, start - 40), start) is not None
+
+
+def harness_values(harness: Harness) -> set[str]:
+    """The enum values and string defaults of every tool parameter of `harness` (top level):
+    strings that are data, which a name equal to one must not be mistaken for."""
+    out: set[str] = set()
+    for tool in harness.tools:
+        props = tool.parameters.get("properties", {})
+        for schema in props.values() if isinstance(props, dict) else ():
+            if not isinstance(schema, dict):
+                continue
+            for value in schema.get("enum", []) if isinstance(schema.get("enum"), list) else []:
+                if isinstance(value, str):
+                    out.add(value)
+            items = schema.get("items")
+            if isinstance(items, dict) and isinstance(items.get("enum"), list):
+                out.update(v for v in items["enum"] if isinstance(v, str))
+            if isinstance(schema.get("default"), str):
+                out.add(schema["default"])
+    return out
+
+
 class Renamer:
     """Rewrites references to old names (`names`: old -> new) in harness text, in one pass.
 
@@ -198,8 +323,12 @@ class Renamer:
     pattern, and names by substring search with the token rules of `_whole_token`, so a
     Renamer costs nothing to build and scanning prose costs a few `str.find` calls."""
 
-    def __init__(self, names: Mapping[str, str]) -> None:
+    def __init__(self, names: Mapping[str, str], protected: Iterable[str] = ()) -> None:
         self.names = {old: new for old, new in names.items() if old != new}
+        self.protected = frozenset(protected) & set(self.names)
+        """Old names that are also values of the harness (an enum value or a string default
+        of a tool parameter, `format: "xlsx"`): an occurrence of one is a reference only where
+        its context says so (`_named_here`)."""
         self.unplain = not all(_json_plain(n) for n in self.names)
         """Some old name has a character JSON escapes (see `_mentions`)."""
 
@@ -210,7 +339,7 @@ class Renamer:
         """`text` with every reference to an old name rewritten (see the module doc)."""
         if not self.names or not text:
             return text
-        hits = _text_hits(text, self.names)
+        hits = self._hits(text)
         if not hits:
             return text
         parts: list[str] = []
@@ -230,7 +359,13 @@ class Renamer:
         """The old names `text` still refers to (same rules as `text`), in order."""
         if not self.names or not text:
             return []
-        return [name for _, _, name in _text_hits(text, self.names)]
+        return [name for _, _, name in self._hits(text)]
+
+    def _hits(self, text: str) -> list[tuple[int, int, str]]:
+        hits = _text_hits(text, self.names)
+        if self.protected:
+            hits = [h for h in hits if h[2] not in self.protected or _named_here(text, h[0])]
+        return hits
 
     def regex(self, pattern: str) -> str:
         """A regex over tool names (a hook matcher) with every old name that is a whole run of
@@ -428,7 +563,7 @@ def stale_references(harness: Harness, old_names: Mapping[str, str] | Sequence[s
     """`where: name` for every reference `harness` still makes to one of `old_names` (names a
     transform renamed away), with the rules of `Renamer`. Empty when the rename was complete."""
     names = old_names if isinstance(old_names, Mapping) else {n: f"\0{n}" for n in old_names}
-    renamer = Renamer({k: v for k, v in names.items()})
+    renamer = Renamer({k: v for k, v in names.items()}, harness_values(harness))
     out: list[str] = []
     for where, text in harness_texts(harness):
         found = renamer.regex_names(text) if where.endswith(".matcher") else renamer.find(text)
@@ -620,7 +755,7 @@ def apply_renames(harness: Harness, renames: Renames) -> Harness:
 
 def _apply_renames(harness: Harness, renames: Renames) -> Harness:
     names = renames.text_names(harness)
-    renamer = Renamer(names)
+    renamer = Renamer(names, harness_values(harness))
     for hook in harness.hooks:
         if hook.source and renamer.find(hook.source):
             raise RenameError(f"python hook {hook.name!r} names {renamer.find(hook.source)[0]!r}")
@@ -743,9 +878,18 @@ def _renamed_tool(tool: Tool, renames: Renames, renamer: Renamer) -> Tool | Edit
         schema = map_schema_text(schema, text)
     if params:
         schema = rename_properties(schema, params)
+        schema = _retitled_params(schema, tool.parameters, params)
     changes: dict[str, Any] = {}
     if new_name != tool.name:
         changes["name"] = new_name
+        title = schema.get("title")
+        followed = follow_title(title, tool.name, new_name) if isinstance(title, str) else None
+        if followed is not None:
+            schema = {**schema, "title": followed}
+        if tool.title is not None:
+            followed = follow_title(tool.title, tool.name, new_name)
+            if followed is not None and followed != tool.title:
+                changes["title"] = followed
     description = text(tool.description)
     if description != tool.description:
         changes["description"] = description
@@ -764,6 +908,53 @@ def _renamed_tool(tool: Tool, renames: Renames, renamer: Renamer) -> Tool | Edit
     if binding_args != tool.binding_args:
         changes["binding_args"] = binding_args
     return Edit(tool, changes) if changes else tool
+
+
+def _title_styles(name: str) -> list[str]:
+    """The titles a schema generator or a person derives from a name, most literal first:
+    `context_lines` -> `context_lines`, `Context Lines`, `Context lines`, `context lines`,
+    `ContextLines`."""
+    words = name_words(name) or [name]
+    spaced = " ".join(words)
+    return [
+        name,
+        " ".join(w[:1].upper() + w[1:] for w in words),
+        spaced[:1].upper() + spaced[1:],
+        spaced,
+        "".join(w[:1].upper() + w[1:] for w in words),
+    ]
+
+
+def follow_title(title: str, old: str, new: str) -> str | None:
+    """A JSON-Schema / MCP `title` that is derived from the name `old` (`Context Lines` for
+    `context_lines`), derived the same way from `new` (`Wkj Ba4` for `wkj_ba4`); None when the
+    title is not derived from `old` (a free title such as "Lines of context" stays as written).
+    Renaming back derives the original title again, so a variant's inverse rename restores
+    it."""
+    for style, derived in enumerate(_title_styles(old)):
+        if title == derived:
+            return _title_styles(new)[style]
+    return None
+
+
+def _retitled_params(
+    schema: dict[str, Any], original: dict[str, Any], params: Mapping[str, str]
+) -> dict[str, Any]:
+    """`schema` (properties already renamed) with each renamed property's `title` following
+    its rename where the original title was derived from the old name (`follow_title`)."""
+    props = schema.get("properties")
+    before = original.get("properties")
+    if not isinstance(props, dict) or not isinstance(before, dict):
+        return schema
+    out = dict(props)
+    for old, new in params.items():
+        source = before.get(old)
+        if not isinstance(source, dict) or not isinstance(source.get("title"), str):
+            continue
+        followed = follow_title(source["title"], old, new)
+        if followed is not None and isinstance(out.get(new), dict):
+            out[new] = {**out[new], "title": followed}
+    return {**schema, "properties": out}
 
 
 def _schema_texts(tool: Tool) -> list[str]:

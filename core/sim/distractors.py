@@ -181,5 +181,12 @@ def with_distractors(harness: Harness, n: int, rng: random.Random) -> Harness:
     return copy.model_copy(update={"tools": tools})
 
 
+HSA_BINDING_PREFIX = "hsa.distractor."
+"""Bindings of the distractor tools HSA adds to harnesses outside the live room
+(core/hsa/distractors.py registers their implementation)."""
+
+
 def is_distractor(binding: str) -> bool:
-    return binding.startswith(BINDING_PREFIX)
+    """Whether a tool bound to `binding` is a distractor (the live room's or HSA's): no task
+    needs it, so graders count a call of one as irrelevant."""
+    return binding.startswith((BINDING_PREFIX, HSA_BINDING_PREFIX))

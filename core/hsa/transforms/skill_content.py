@@ -25,6 +25,7 @@ from typing import Any
 
 from core.harness.models import Harness, SkillKind
 from core.hsa.build import changed, unchanged
+from core.hsa.domain import LIVE_ROOM, harness_domain
 from core.hsa.mapping import SurfaceMapping
 from core.hsa.text import (
     DISTRACTOR_KEY,
@@ -282,11 +283,28 @@ def skill_distractors(
         body = fill_placeholders(str(entry.get("body", "")), resolve)
         if description and body is not None and len(description) <= MAX_DESCRIPTION:
             fresh.append((name, description, body))
-    if not fresh:
+    own = harness_domain(harness) != LIVE_ROOM
+    disabled = [i for i, s in enumerate(harness.skills) if not s.enabled] if own else []
+    if not fresh and not disabled:
+        if own:
+            raise Skip(
+                f"no distractor skills for a harness outside the live room: the {bank.label()} "
+                "bank has no `distractors` table in skills.yaml (write one in a user bank, "
+                "docs/hsa-banks.md) and the harness has no disabled skill"
+            )
         raise Skip("no distractor skill in the bank is free to add")
-    chosen = rng.sample(fresh, min(len(fresh), rng.randint(1, 3)))
+    options: list[tuple[str, str, str] | int] = [*fresh, *disabled]
+    chosen = rng.sample(options, min(len(options), rng.randint(1, 3)))
     skills: list[Any] = list(harness.skills)
-    for name, description, body in chosen:
+    for pick in chosen:
+        if isinstance(pick, int):
+            source = harness.skills[pick]
+            meta = {**source.metadata, DISTRACTOR_KEY: "true"}
+            skills[pick] = source.model_copy(update={"enabled": True, "metadata": meta})
+    for pick in chosen:
+        if isinstance(pick, int):
+            continue
+        name, description, body = pick
         skill = {
             "name": name,
             "description": description,

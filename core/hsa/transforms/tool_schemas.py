@@ -26,13 +26,21 @@ Bank section `tools` (resources/hsa/<bank>/tools.yaml):
 - `phrases`: phrase -> alternatives for descriptions without bank rewrites;
 - `default_notes`: sentences with `{value:default}`, carrying a changed default;
 - `optional_params`: [{name, description, schema}] optional parameters no gold uses;
-- `distractors`: distractor tool (core/sim/distractors.py name) -> [{name, description}].
+- `distractors`: distractor tool (core/sim/distractors.py name) -> [{name, description}]
+  (live-room harnesses only);
+- `distractor_tools`: [{name, description, parameters, result}] distractor tools for a
+  harness outside the live room, bound to `hsa.distractor.<name>` (core/hsa/distractors.py).
+
+The shipped banks' synonym, description, phrase, optional-parameter and distractor tables sit
+under `domains: {live-room: ...}`: a harness outside the live room never sees them
+(core/hsa/domain.py, docs/hsa-banks.md).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 import random
 import re
 from collections.abc import Callable
@@ -42,6 +50,8 @@ from typing import Any
 from core.harness.models import TOOL_NAME_RE, Harness, Tool
 from core.harness.schema import argument_errors
 from core.hsa.build import Edit, unchanged
+from core.hsa.distractors import bank_tool, disabled_tool_distractor
+from core.hsa.domain import LIVE_ROOM, harness_domain
 from core.hsa.mapping import SurfaceMapping
 from core.hsa.text import (
     Renames,
@@ -430,11 +440,15 @@ def tool_optional_params(
 def tool_distractors(
     harness: Harness, rng: random.Random, bank: Bank
 ) -> tuple[Harness, SurfaceMapping]:
-    """Add one to three distractor tools (core/sim/distractors.py bindings, which every
-    LiveRoom can run) under bank names and descriptions, at random places. No task needs
-    them; a call to one costs tool-rationality marks."""
+    """Add one to three distractor tools no task needs, at random places. A live-room harness
+    gets core/sim/distractors.py tools (which every LiveRoom can run) under bank names and
+    descriptions; any other harness gets the bank's `distractor_tools` (a user bank) and its
+    own disabled tools, bound to `hsa.distractor.*` (core/hsa/distractors.py), never the live
+    room's. A call to one costs tool-rationality marks."""
     if not harness.active_tools:
         raise Skip("the harness has no tools, so no tool list to add distractors to")
+    if harness_domain(harness) != LIVE_ROOM:
+        return _own_tool_distractors(harness, rng, bank)
     table = bank.section("tools").get("distractors", {})
     bindings = {t.binding for t in harness.tools}
     used = used_names(harness)
@@ -458,6 +472,43 @@ def tool_distractors(
     return assemble_or_skip(harness, tools=tools), SurfaceMapping()
 
 
+def _own_tool_distractors(
+    harness: Harness, rng: random.Random, bank: Bank
+) -> tuple[Harness, SurfaceMapping]:
+    """`tool_distractors` outside the live room: bank `distractor_tools` entries and the
+    harness's disabled tools (module doc of core/hsa/distractors.py)."""
+    used = used_names(harness)
+    entries = [
+        e
+        for e in bank.section("tools").get("distractor_tools", [])
+        if str(e.get("name", "")).casefold() not in used
+        and _valid_tool_name(str(e.get("name", "")), harness)
+    ]
+    disabled = [i for i, t in enumerate(harness.tools) if not t.enabled]
+    if not entries and not disabled:
+        raise Skip(
+            f"no distractor tools for a harness outside the live room: the {bank.label()} "
+            "bank has no `distractor_tools` table in tools.yaml (write one in a user bank, "
+            "docs/hsa-banks.md) and the harness has no disabled tool"
+        )
+    options: list[tuple[str, Any]] = [("bank", e) for e in entries]
+    options += [("disabled", i) for i in disabled]
+    tools: list[Any] = list(harness.tools)
+    inserted: list[Tool] = []
+    for kind, item in rng.sample(options, min(len(options), rng.randint(1, 3))):
+        if kind == "disabled":
+            tools[item] = disabled_tool_distractor(harness.tools[item])
+            continue
+        name = str(item["name"])
+        if name.casefold() in used:
+            continue
+        used.add(name.casefold())
+        inserted.append(bank_tool(item))
+    for tool in inserted:
+        tools.insert(rng.randint(0, len(tools)), tool)
+    return assemble_or_skip(harness, tools=tools), SurfaceMapping()
+
+
 @lru_cache(maxsize=256)
 def _distractor(base: str, name: str, description: str) -> Tool:
     """A distractor tool under a bank name and description (validated once, then shared by
@@ -474,20 +525,64 @@ def _valid(schema: dict[str, Any], value: Any) -> bool:
     return not argument_errors(wrapper, {"v": value})
 
 
-def _new_default(schema: dict[str, Any], rng: random.Random) -> Any:
-    """Another value valid for `schema`, or None."""
+_COUNT_WORDS_TEXT = (
+    "count counts limit limits lines line max top num number results result items item "
+    "depth retries attempts rows columns cols hits matches pages page size length len "
+    "width height context days hours minutes seconds tokens batch chunk k n"
+)
+COUNT_WORDS = frozenset(_COUNT_WORDS_TEXT.split())
+"""Words of a parameter name that make it a count, a limit or a size: without a `minimum`
+of its own, its default stays >= 1 (`context_lines`, `max_results`, `top_k`, `page_size`)."""
+
+
+def _count_like(*names: str) -> bool:
+    return any(w in COUNT_WORDS for name in names for w in name_words(name))
+
+
+def _int_bounds(schema: dict[str, Any], old: int, count: bool) -> tuple[int, int]:
+    """The range a new integer default is drawn from: the schema's bounds (`minimum`,
+    `exclusiveMinimum`, `maximum`, `exclusiveMaximum`) where it has them; else never below 1
+    for a count-like name, never below 0 for a default that is not negative, and at most ten
+    above the old value."""
+    low: float | None = None
+    if isinstance(schema.get("minimum"), int | float):
+        low = math.ceil(schema["minimum"])
+    if isinstance(schema.get("exclusiveMinimum"), int | float):
+        excl = math.floor(schema["exclusiveMinimum"]) + 1
+        low = excl if low is None else max(low, excl)
+    if low is None:
+        low = 1 if count and old >= 1 else (0 if old >= 0 else old - 5)
+    high: float | None = None
+    if isinstance(schema.get("maximum"), int | float):
+        high = math.floor(schema["maximum"])
+    if isinstance(schema.get("exclusiveMaximum"), int | float):
+        excl = math.ceil(schema["exclusiveMaximum"]) - 1
+        high = excl if high is None else min(high, excl)
+    if high is None:
+        high = old + 10
+    return int(low), int(high)
+
+
+def _new_default(schema: dict[str, Any], rng: random.Random, *names: str) -> Any:
+    """Another value valid for `schema` that makes sense as a default of a parameter named
+    `names` (its current and canonical names), or None. The schema's `enum`, `type` and
+    bounds hold; a count-like name (`COUNT_WORDS`) keeps a default >= 1 and a non-negative
+    default stays non-negative unless the schema's `minimum` allows less."""
     old = schema["default"]
+    count = _count_like(*names)
     options: list[Any] = []
     if isinstance(schema.get("enum"), list):
         options = [v for v in schema["enum"] if v != old]
     elif isinstance(old, bool):
         options = [not old]
     elif isinstance(old, int):
-        low = int(schema.get("minimum", old - 5))
-        high = int(schema.get("maximum", old + 10))
+        low, high = _int_bounds(schema, old, count)
         options = [v for v in range(low, high + 1) if v != old][:64]
     elif isinstance(old, float):
         options = [round(old * f, 2) for f in (0.5, 0.75, 1.5, 2.0)]
+        if old >= 0 and "minimum" not in schema and "exclusiveMinimum" not in schema:
+            floor = 1.0 if count and old >= 1 else 0.0
+            options = [v for v in options if v >= floor and (v > 0 or old == 0)]
     options = [v for v in options if v != old and _valid(schema, v)]
     return rng.choice(options) if options else None
 
@@ -525,7 +620,7 @@ def tool_change_defaults(
         for name, schema in list(props.items()):
             if not isinstance(schema, dict) or "default" not in schema:
                 continue
-            new = _new_default(schema, rng)
+            new = _new_default(schema, rng, name, canonical_param(source, name))
             if new is None:
                 continue
             old = schema["default"]
