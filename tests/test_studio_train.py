@@ -295,6 +295,18 @@ def test_train_form_validates_as_you_type(qapp: Any, hat_home: Path) -> None:
         _checked(page)
         assert "needs a GPU" in page.launch_form.fields["launch.distributed"].error.text()
         page.launch_form.set_values({"launch.distributed": "auto"})
+        # CPU processes: more than the cores is refused under the field; two run DDP on gloo
+        cores = len(os.sched_getaffinity(0))
+        page.launch_form.set_values({"launch.num_processes": str(cores + 1)})
+        _checked(page)
+        error = page.launch_form.fields["launch.num_processes"].error.text()
+        assert f"{cores + 1} CPU processes on {cores} core(s)" in error
+        assert not page.start_button.isEnabled()
+        page.launch_form.set_values({"launch.num_processes": "1"})
+        _checked(page)
+        assert not page.launch_form.fields["launch.num_processes"].error.text()
+        assert "accelerate" not in page.command_view.toPlainText()  # one process: plain python
+        page.launch_form.set_values({"launch.num_processes": ""})
         # the pipeline: model set once, stages from their tabs, the hat train line
         page.mode_picker.set_value("pipeline", emit=True)
         assert page.start_button.text() == "Start pipeline"
@@ -338,13 +350,17 @@ def test_gpu_choice_and_scale_out_shape_the_command(
         assert "distributed_type: FSDP" in page.command_view.toPlainText()
         page.launch_form.set_values({"launch.num_machines": "2"})
         _checked(page)
-        error = page.launch_form.fields["launch.num_machines"].error.text()
-        assert "main_process_ip" in error  # the model's own check, under its field
+        error = page.launch_form.fields["launch.main_process_ip"].error.text()
+        assert "required for a multi-node run" in error  # the model's own check, its field
         page.launch_form.set_values({"launch.main_process_ip": "10.0.0.1"})
         _checked(page)
         command = page.command_view.toPlainText()
         assert "--num_machines 2" in command and "--main_process_ip 10.0.0.1" in command
         assert "--num_processes 4" in command
+        page.launch_form.set_values({"launch.num_processes": "3"})
+        _checked(page)
+        error = page.launch_form.fields["launch.num_processes"].error.text()
+        assert "3 processes with 2 GPU(s): accelerate runs one process per GPU" in error
     finally:
         _shut(win)
 

@@ -13,8 +13,10 @@ done / stopped / cancelled, 1 failed, 2 bad config, 3 bad data.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Any
@@ -55,8 +57,9 @@ def main(argv: list[str] | None = None) -> int:
 
         run_dir = runs_dir() / new_run_id(args.stage)
     run_dir.mkdir(parents=True, exist_ok=True)
-    rank = int(__import__("os").environ.get("RANK", "0"))
-    writer = EventWriter(run_dir) if rank == 0 else _NullWriter(run_dir)
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    writer = EventWriter(run_dir) if rank == 0 else RankWriter(run_dir, rank)
 
     def on_term(signum: int, frame: Any) -> None:
         raise _Terminated()
@@ -65,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     from training.common import StageCancelled, StageContext, package_versions
 
     writer.phase("loading", stage=args.stage, resume=args.resume)
-    writer.emit("info", packages=package_versions(), pid=__import__("os").getpid())
+    writer.emit("info", packages=package_versions(), pid=os.getpid(), rank=rank, world_size=world)
     ctx = StageContext(run_dir=run_dir, writer=writer, resume=args.resume)
     try:
         if args.stage == "sft":
@@ -103,18 +106,18 @@ class _Terminated(Exception):
         return "terminated (SIGTERM)"
 
 
-class _NullWriter(EventWriter):
-    """Ranks other than 0 write nothing (one stream per run)."""
+class RankWriter(EventWriter):
+    """Ranks other than 0 keep their own stream, `rank-<N>.jsonl` beside the run's one: the
+    launcher, the store and the studio read only `events.jsonl` (rank 0's), so there is one
+    curve per run; these files show that every rank ran (its pid, its steps, its losses)."""
 
-    def __init__(self, run_dir: Path) -> None:
-        self.path = run_dir / "events.rank.jsonl"
+    def __init__(self, run_dir: Path, rank: int) -> None:
+        self.path = run_dir / f"rank-{rank}.jsonl"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._repair()
         self.seq = 0
-
-    def emit(self, event: str, **data: Any) -> dict[str, Any]:
-        return {"event": event, **data}
-
-    def close(self) -> None:
-        return None
+        self._lock = threading.Lock()
+        self._handle = self.path.open("a", encoding="utf-8")
 
 
 if __name__ == "__main__":

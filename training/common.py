@@ -124,6 +124,9 @@ def trainer_kwargs(config: StageConfig, device: Device, run_dir: Path) -> dict[s
         "report_to": "none",
         "disable_tqdm": True,
         "dataloader_num_workers": 0,
+        # Under DDP every trainable parameter (the adapter, or every weight) takes part in each
+        # forward: no search for unused ones (the Trainer's default does one per step).
+        "ddp_find_unused_parameters": False,
     }
 
 
@@ -252,7 +255,7 @@ def make_callback(writer: EventWriter, run_dir: Path, *, resume: bool) -> Any:
             writer.phase("training", total=state.max_steps, step=state.global_step)
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            flag = read_control(run_dir)
+            flag = shared_control(run_dir)
             if flag == "cancel":
                 self.outcome = "cancel"
                 control.should_training_stop = True
@@ -311,6 +314,43 @@ def make_callback(writer: EventWriter, run_dir: Path, *, resume: bool) -> Any:
     return HatEvents()
 
 
+def distributed_info(trainer: Any) -> dict[str, Any]:
+    """How this process trains: accelerate's distributed type, the process group's backend,
+    world size and rank, and whether FSDP wraps the model (an info event per rank)."""
+    import torch.distributed as dist
+
+    accelerator = trainer.accelerator
+    info: dict[str, Any] = {
+        "distributed_type": str(accelerator.distributed_type).rsplit(".", 1)[-1],
+        "num_processes": accelerator.num_processes,
+        "process_index": accelerator.process_index,
+        "fsdp": bool(getattr(trainer, "is_fsdp_enabled", False)),
+    }
+    if dist.is_available() and dist.is_initialized():
+        info["backend"] = str(dist.get_backend())
+    if info["fsdp"]:
+        plugin = accelerator.state.fsdp_plugin
+        info["fsdp_version"] = getattr(plugin, "fsdp_version", None)
+    return info
+
+
+def shared_control(run_dir: Path) -> str | None:
+    """The stop / cancel flag as rank 0 read it, on every rank.
+
+    Each rank reading the file itself could see it one step apart (written between two
+    reads): one rank would leave the loop while the other waits in the next step's
+    all-reduce forever. Rank 0 reads, and the answer is broadcast (one tiny collective per
+    optimizer step; nothing at all in a single process).
+    """
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return read_control(run_dir)
+    box: list[str | None] = [read_control(run_dir) if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
 def latest_checkpoint(run_dir: Path) -> Path | None:
     best: tuple[int, Path] | None = None
     for child in (run_dir / CHECKPOINTS).glob("checkpoint-*"):
@@ -340,6 +380,7 @@ class StageContext:
         checkpoint = latest_checkpoint(self.run_dir) if self.resume else None
         if self.resume and checkpoint is None:
             raise ValueError(f"nothing to resume: no checkpoint under {self.run_dir / CHECKPOINTS}")
+        self.info(**distributed_info(trainer))
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         outcome = callback.outcome or "done"
         if outcome == "cancel":

@@ -3,6 +3,7 @@
     hat train sft --config sft.yaml                 # validate, launch, follow the events
     hat train sft --config sft.yaml --show-command  # print the exact child command, run nothing
     hat train rl --config rl.yaml --num-gpus 8 --distributed fsdp2
+    hat train sft --config sft.yaml --num-processes 2   # two CPU processes (DDP over gloo)
     hat train pipeline --config hat.yaml            # SFT -> OPD -> RL, each from the last
     hat train list | status RUN | stop RUN | cancel RUN | resume RUN
     hat train schema sft                            # the config's JSON Schema (studio forms)
@@ -47,6 +48,14 @@ ShowOpt = Annotated[
 ]
 DetachOpt = Annotated[bool, typer.Option("--detach", help="Start and return; do not follow.")]
 GpusOpt = Annotated[int | None, typer.Option("--num-gpus", min=0, help="GPUs per machine.")]
+ProcsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--num-processes",
+        min=1,
+        help="Training processes on this machine (CPU: DDP over gloo; GPU: one per GPU).",
+    ),
+]
 DistOpt = Annotated[
     str | None, typer.Option("--distributed", help="none | multi_gpu | fsdp2 | zero3")
 ]
@@ -226,6 +235,7 @@ def _stage_command(stage: str) -> Any:
         show_command: ShowOpt = False,
         detach: DetachOpt = False,
         num_gpus: GpusOpt = None,
+        num_processes: ProcsOpt = None,
         distributed: DistOpt = None,
         num_machines: MachinesOpt = None,
         machine_rank: RankOpt = None,
@@ -234,6 +244,7 @@ def _stage_command(stage: str) -> Any:
     ) -> None:
         overrides = _launch_overrides(
             num_gpus=num_gpus,
+            num_processes=num_processes,
             distributed=distributed,
             num_machines=num_machines,
             machine_rank=machine_rank,

@@ -79,11 +79,21 @@ class LaunchSettings(_Model):
         ge=0,
         description="GPUs per machine (None: every visible GPU; 0: CPU only).",
     )
+    num_processes: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Training processes on this machine. None: one per GPU used, one on the CPU. On a "
+            "machine without GPUs (or device cpu), 2 or more runs that many CPU processes "
+            "under accelerate launch (DDP over gloo), the cores shared out between them; with "
+            "GPUs it must equal the GPU count (one process per GPU)."
+        ),
+    )
     distributed: Literal["auto", "none", "multi_gpu", "fsdp2", "zero3"] = Field(
         default="auto",
         description=(
-            "auto: none for one process, multi_gpu (DDP) for several; fsdp2 and zero3 shard the "
-            "model across GPUs (accelerate configs are generated)."
+            "auto: none for one process, DDP for several (multi_gpu; on the CPU, over gloo); "
+            "fsdp2 and zero3 shard the model across GPUs (accelerate configs are generated)."
         ),
     )
     num_machines: int = Field(default=1, ge=1, description="Machines in a multi-node run.")
@@ -102,7 +112,10 @@ class LaunchSettings(_Model):
                 f"machine_rank {self.machine_rank} must be below num_machines {self.num_machines}"
             )
         if self.num_machines > 1 and not self.main_process_ip:
-            raise ValueError("a multi-node run (num_machines > 1) needs main_process_ip")
+            raise ValueError(
+                "main_process_ip is required for a multi-node run (num_machines > 1): the "
+                "address of the machine with machine_rank 0, which every machine connects to"
+            )
         return self
 
 
@@ -512,8 +525,16 @@ def detect_environment() -> Environment:
             ids = [v for v in visible.split(",") if v.strip() and v.strip() != "-1"]
             names = names[: len(ids)]
     return Environment(
-        gpus=len(names), gpu_names=tuple(names), cpu_bf16=_cpu_bf16(), cpu_count=os.cpu_count() or 1
+        gpus=len(names), gpu_names=tuple(names), cpu_bf16=_cpu_bf16(), cpu_count=_cpu_cores()
     )
+
+
+def _cpu_cores() -> int:
+    """Cores this process may run on (its affinity mask, which containers narrow), else all."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 # ----------------------------------------------------------------------------- launch checks
@@ -531,10 +552,11 @@ class BatchPlan:
 
 
 def processes_per_machine(launch: LaunchSettings, env: Environment) -> int:
-    if launch.device == "cpu" or launch.num_gpus == 0:
-        return 1
+    """Training processes on one machine: one per GPU used; `num_processes` on the CPU."""
+    if not uses_gpu(launch, env):
+        return launch.num_processes or 1
     if launch.num_gpus is not None:
-        return launch.num_gpus
+        return max(1, launch.num_gpus)
     return max(1, env.gpus)
 
 
@@ -545,11 +567,19 @@ def uses_gpu(launch: LaunchSettings, env: Environment) -> bool:
 
 
 def distributed_kind(launch: LaunchSettings, env: Environment) -> str:
-    """none | multi_gpu | fsdp2 | zero3 (auto resolved by the process count)."""
+    """none | multi_gpu | multi_cpu | fsdp2 | zero3 (auto resolved by the process count and
+    the device: several CPU processes are DDP over gloo, `multi_cpu`)."""
+    total = processes_per_machine(launch, env) * launch.num_machines
     if launch.distributed != "auto":
         return launch.distributed
-    total = processes_per_machine(launch, env) * launch.num_machines
-    return "multi_gpu" if total > 1 and uses_gpu(launch, env) else "none"
+    if total == 1:
+        return "none"
+    return "multi_gpu" if uses_gpu(launch, env) else "multi_cpu"
+
+
+def cpu_threads_per_process(launch: LaunchSettings, env: Environment) -> int:
+    """Torch threads each CPU process gets: the cores shared out evenly (at least one)."""
+    return max(1, env.cpu_count // processes_per_machine(launch, env))
 
 
 def batch_plan(config: StageBase, env: Environment) -> BatchPlan:
@@ -572,6 +602,19 @@ def batch_plan(config: StageBase, env: Environment) -> BatchPlan:
     return BatchPlan(processes, per_device, config.global_batch_size // step)
 
 
+def _cpu_sharding(kind: str) -> str:
+    """Why FSDP2 / ZeRO-3 do not run on CPU processes (appended to the field's message)."""
+    if kind == "fsdp2":
+        why = (
+            "accelerate (1.16) builds FSDP only for GPU-type devices; on CPU processes it "
+            "ignores the FSDP config and trains plain DDP (measured: distributed type "
+            "MULTI_CPU, no FSDP wrapping)"
+        )
+    else:
+        why = "accelerate (1.16) turns DeepSpeed on only off the CPU (its state skips it there)"
+    return f": {why}. On the CPU use distributed auto (DDP over gloo)"
+
+
 def check_launch(config: StageConfig, env: Environment, *, prefix: str | None = None) -> list[str]:
     """Problems that stop `config` from running on this machine ("field: message" lines)."""
     where = config.stage if prefix is None else prefix
@@ -586,8 +629,21 @@ def check_launch(config: StageConfig, env: Environment, *, prefix: str | None = 
             problems.append(("launch.device", f"cuda {no_gpu}"))
         if launch.num_gpus:
             problems.append(("launch.num_gpus", f"{launch.num_gpus} GPU(s): {no_gpu}"))
-        if launch.distributed in ("multi_gpu", "fsdp2", "zero3"):
-            problems.append(("launch.distributed", f"{launch.distributed} {no_gpu}"))
+        if launch.distributed == "multi_gpu":
+            problems.append(
+                (
+                    "launch.distributed",
+                    f"multi_gpu {no_gpu}; several CPU processes (num_processes) run DDP over "
+                    "gloo with distributed auto",
+                )
+            )
+        elif launch.distributed in ("fsdp2", "zero3"):
+            problems.append(
+                (
+                    "launch.distributed",
+                    f"{launch.distributed} {no_gpu}{_cpu_sharding(launch.distributed)}",
+                )
+            )
         if config.precision == "fp16":
             problems.append(("precision", f"fp16 {no_gpu} (use auto, fp32 or bf16)"))
         if isinstance(config, OpdConfig | RlConfig) and config.use_vllm:
@@ -596,9 +652,7 @@ def check_launch(config: StageConfig, env: Environment, *, prefix: str | None = 
         problems.append(("launch.num_gpus", f"{launch.num_gpus} asked, {env.gpus} visible"))
     if not gpu and launch.num_machines > 1:
         problems.append(("launch.num_machines", "multi-node runs need GPUs"))
-    kind = distributed_kind(launch, env)
-    if kind in ("fsdp2", "zero3") and config.method == "lora" and config.merge:
-        pass  # merging gathers the full state dict on rank 0; allowed
+    problems.extend(_check_processes(config, env))
     try:
         plan = batch_plan(config, env)
     except ConfigError as exc:
@@ -632,6 +686,55 @@ def check_launch(config: StageConfig, env: Environment, *, prefix: str | None = 
     if isinstance(config, RlConfig):
         problems.extend(_check_rl_sources(config))
     return [f"{where}.{f}: {m}" for f, m in problems]
+
+
+def _check_processes(config: StageConfig, env: Environment) -> list[tuple[str, str]]:
+    """The process count against the devices (CPU: a core each; GPU: one per GPU), and the
+    sharding strategy against the processes it would shard across."""
+    launch = config.launch
+    problems: list[tuple[str, str]] = []
+    count = launch.num_processes
+    if count is not None and not uses_gpu(launch, env) and count > env.cpu_count:
+        problems.append(
+            (
+                "launch.num_processes",
+                f"{count} CPU processes on {env.cpu_count} core(s): each process needs a core "
+                f"of its own (at most {env.cpu_count} here)",
+            )
+        )
+    if count is not None and uses_gpu(launch, env):
+        gpus = processes_per_machine(launch, env)
+        if count != gpus:
+            problems.append(
+                (
+                    "launch.num_processes",
+                    f"{count} processes with {gpus} GPU(s): accelerate runs one process per "
+                    "GPU; choose the GPUs (num_gpus) instead",
+                )
+            )
+    kind = distributed_kind(launch, env)
+    total = processes_per_machine(launch, env) * launch.num_machines
+    if env.gpus > 0 and not uses_gpu(launch, env) and launch.distributed != "auto":
+        if launch.distributed in ("fsdp2", "zero3"):
+            problems.append(
+                (
+                    "launch.distributed",
+                    f"{kind} with the CPU chosen (no GPU in use){_cpu_sharding(kind)}",
+                )
+            )
+        elif launch.distributed == "multi_gpu":
+            problems.append(
+                ("launch.distributed", "multi_gpu with the CPU chosen: use auto (DDP over gloo)")
+            )
+    if kind in ("fsdp2", "zero3") and total == 1 and uses_gpu(launch, env):
+        problems.append(
+            (
+                "launch.distributed",
+                f"{kind} shards the model across processes and this run has one (one GPU): "
+                "use auto, or more GPUs",
+            )
+        )
+    return problems
 
 
 def _check_rl_sources(config: RlConfig) -> list[tuple[str, str]]:

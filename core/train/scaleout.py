@@ -1,11 +1,17 @@
-"""Launch commands and generated accelerate configs (single GPU, multi-GPU, FSDP2, ZeRO-3).
+"""Launch commands and generated accelerate configs (single GPU, multi-GPU, multi-CPU, FSDP2,
+ZeRO-3).
 
-On a CPU-only machine a stage runs as `python -m training <stage> --config ... --run-dir ...`.
-With GPUs it runs under `accelerate launch --config_file <run dir>/accelerate.yaml ...` with a
-config generated here (the shapes follow TRL's examples/accelerate_configs):
+One CPU process runs as `python -m training <stage> --config ... --run-dir ...`. Everything
+else runs under `accelerate launch --config_file <run dir>/accelerate.yaml ...` with a config
+generated here (the shapes follow TRL's examples/accelerate_configs):
 
 - single_gpu: one process on one GPU (distributed_type NO);
 - multi_gpu: DDP, one process per GPU;
+- multi_cpu: DDP over gloo, `launch.num_processes` CPU processes on a machine without GPUs
+  (or `device: cpu`). accelerate's MULTI_CPU config alone starts one process unless an MPI
+  hostfile is given, so the command adds `--multi_gpu`, which selects its torchrun launcher
+  (the flag names the launcher, not the device: each process has `use_cpu` and joins a gloo
+  group), and `--num_cpu_threads_per_process` (the cores shared out, at least one each);
 - fsdp2: FSDP v2, transformer-block auto wrap, full state dict for saving, bf16;
 - zero3: DeepSpeed ZeRO stage 3 (needs `deepspeed` in the training environment).
 
@@ -24,12 +30,13 @@ import yaml
 from core.train.config import (
     Environment,
     StageConfig,
+    cpu_threads_per_process,
     distributed_kind,
     processes_per_machine,
     uses_gpu,
 )
 
-KINDS = ("single_gpu", "multi_gpu", "fsdp2", "zero3")
+KINDS = ("single_gpu", "multi_gpu", "multi_cpu", "fsdp2", "zero3")
 
 
 def accelerate_config(
@@ -68,6 +75,8 @@ def accelerate_config(
         base.update(distributed_type="NO", gpu_ids="0", num_processes=1)
     elif kind == "multi_gpu":
         base.update(distributed_type="MULTI_GPU", gpu_ids="all")
+    elif kind == "multi_cpu":
+        base.update(distributed_type="MULTI_CPU", use_cpu=True)
     elif kind == "fsdp2":
         base.update(
             distributed_type="FSDP",
@@ -98,16 +107,20 @@ def accelerate_config(
 
 def config_kind(config: StageConfig, env: Environment) -> str | None:
     """Which generated config a stage runs under (None: plain `python -m training` on CPU)."""
-    if not uses_gpu(config.launch, env):
-        return None
     kind = distributed_kind(config.launch, env)
+    if not uses_gpu(config.launch, env):
+        return None if kind == "none" else kind
     if kind == "none":
         total = processes_per_machine(config.launch, env) * config.launch.num_machines
         return "single_gpu" if total == 1 else "multi_gpu"
     return kind
 
 
-def mixed_precision(config: StageConfig) -> str:
+def mixed_precision(config: StageConfig, env: Environment | None = None) -> str:
+    """accelerate's mixed_precision for the stage's precision (auto: bf16, or on a CPU
+    without native bf16 no mixed precision, as the training child decides)."""
+    if config.precision == "auto" and env is not None and not uses_gpu(config.launch, env):
+        return "bf16" if env.cpu_bf16 else "no"
     return {"bf16": "bf16", "fp16": "fp16", "fp32": "no"}.get(config.precision, "bf16")
 
 
@@ -138,8 +151,10 @@ def stage_command(
         machine_rank=launch.machine_rank,
         main_process_ip=launch.main_process_ip,
         main_process_port=launch.main_process_port,
-        mixed_precision=mixed_precision(config),
+        mixed_precision=mixed_precision(config, env),
     )
+    if not uses_gpu(launch, env):
+        acc["use_cpu"] = True
     target = accelerate_path or run_dir / "accelerate.yaml"
     argv = [
         python,
@@ -154,6 +169,10 @@ def stage_command(
         "--machine_rank",
         str(launch.machine_rank),
     ]
+    if not uses_gpu(launch, env):
+        if kind == "multi_cpu":
+            argv.append("--multi_gpu")  # accelerate's torchrun launcher (module doc)
+        argv += ["--num_cpu_threads_per_process", str(cpu_threads_per_process(launch, env))]
     if launch.num_machines > 1:
         argv += [
             "--main_process_ip",
