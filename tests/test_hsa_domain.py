@@ -449,3 +449,17 @@ def test_cli_sample_with_a_user_bank(tmp_path: Path) -> None:
     output = " ".join(result.output.split())
     assert "tools.yaml: distractor_tools: {} is not of type 'array'" in output
     assert "Traceback" not in result.output
+
+
+def test_the_documented_example_bank_validates_and_applies(tmp_path: Path) -> None:
+    doc = (Path(__file__).parents[1] / "docs/hsa-banks.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n# my-banks/(\w+\.yaml)\n(.*?)```", doc, re.S)
+    assert {name for name, _ in blocks} == {"tools.yaml", "skills.yaml", "prompt.yaml"}
+    for name, text in blocks:
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    bank = layer_bank(load_bank("train"), tmp_path)
+    out, _ = _transform("prompt.variables")(desk(), random.Random(0), bank)
+    assert out.prompt.variables["agent_name"] in {"Alex", "Sam", "Jordan"}
+    assert out.prompt.variables["shop"] == desk().prompt.variables["shop"]
+    with pytest.raises(Skip, match="variables"):
+        _transform("prompt.variables")(desk(), random.Random(0), load_bank("train"))

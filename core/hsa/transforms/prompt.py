@@ -71,7 +71,10 @@ ROLE_ALIASES: dict[str, str] = {
 """Words of a section id -> the heading role the bank's `headings` table is keyed by."""
 
 VARIABLE_KEYS = ("host_name", "room_name")
-"""Prompt variables this transform may change. Never `currency`: prices are quoted as returned."""
+"""The live room's prompt variables (the shipped banks' `variables` table, live-room only).
+A user bank may name any other variable of its harness (`agent_name: [...]`)."""
+NEVER_VARIABLES = frozenset({"currency"})
+"""Never changed, whatever a bank says: prices are quoted as the tools return them."""
 
 
 def _with_sections(harness: Harness, sections: list[PromptSection], **more: Any) -> Harness:
@@ -248,17 +251,24 @@ def _rewrite_texts(harness: Harness, old: str, new: str) -> Harness:
 
 @transform("prompt.variables", Dimension.PROMPT)
 def variables(harness: Harness, rng: random.Random, bank: Bank) -> tuple[Harness, SurfaceMapping]:
-    """New host and room names from the bank (never the currency); literal mentions of the
-    old names in skills, templates and reminders follow."""
+    """New host and room names from the bank (any variable a user bank's `variables` table
+    names; never the currency); literal mentions of the old names in skills, templates and
+    reminders follow."""
     table: dict[str, list[str]] = bank.section("prompt").get("variables") or {}
     current = harness.prompt.variables
-    keys = [k for k in VARIABLE_KEYS if k in current and table.get(k)]
+    others = sorted(k for k in current if k not in VARIABLE_KEYS and k not in NEVER_VARIABLES)
+    eligible = [*VARIABLE_KEYS, *others]
+    keys = [k for k in eligible if k in current and table.get(k)]
     if not keys:
-        raise Skip("the prompt uses no host_name / room_name variable the bank covers")
+        covered = ", ".join(sorted(table)) or "none"
+        raise Skip(
+            f"the prompt uses no variable the {bank.label()} bank's `variables` table covers "
+            f"(it covers: {covered})"
+        )
     chosen = rng.sample(keys, rng.randint(1, len(keys)))
     in_use = set(current.values())
     changes: list[tuple[str, str, str]] = []
-    for key in VARIABLE_KEYS:  # stable order
+    for key in eligible:  # stable order
         if key not in chosen:
             continue
         options = [v for v in table[key] if v not in in_use]
