@@ -463,3 +463,50 @@ def test_the_documented_example_bank_validates_and_applies(tmp_path: Path) -> No
     assert out.prompt.variables["shop"] == desk().prompt.variables["shop"]
     with pytest.raises(Skip, match="variables"):
         _transform("prompt.variables")(desk(), random.Random(0), load_bank("train"))
+
+
+# ----------------------------------------------------------------------------- invariants
+
+
+def _gold():  # type: ignore[no-untyped-def]
+    from core.runtime.trajectory import AssistantTurn, ToolCall, Trajectory
+
+    def call(tool: str, i: int, **arguments: object) -> ToolCall:
+        return ToolCall(name=tool, arguments=dict(arguments), id=f"c{i}")
+
+    return Trajectory(
+        viewer_message="Where is order NW-10422? Ticket T-7 says it is late. Also the report.",
+        turns=[
+            AssistantTurn(tool_calls=[call("load_skill", 1, name="order-status")]),
+            AssistantTurn(
+                tool_calls=[
+                    call("lookup_order", 2, order_id="NW-10422"),
+                    call("read_ticket_log", 3, ticket_id="T-7", head=20),
+                    call("search_help", 4, query="late delivery"),
+                ]
+            ),
+            AssistantTurn(tool_calls=[call("load_skill", 5, name="xlsx")]),
+            AssistantTurn(tool_calls=[call("export_report", 6)]),
+            AssistantTurn(content="Your order NW-10422 arrives on Friday; the report is ready."),
+        ],
+    )
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    bank=st.sampled_from(list(BankName)),
+    strength=st.sampled_from(list(Strength)),
+)
+def test_invariants_1_and_3_hold_on_another_domain(
+    seed: int, bank: BankName, strength: Strength
+) -> None:
+    from core.hsa.verify import schema_problems
+
+    gold = _gold()
+    assert not schema_problems(desk(), gold)
+    variant = sample_variant(desk(), Policy(bank, strength), seed)
+    remapped, fills = variant.chain.remap(gold)
+    assert not schema_problems(variant.harness, remapped), variant.applied
+    back = variant.chain.inverse(remapped, fills) if variant.chain.steps else remapped
+    assert [t.model_dump() for t in back.turns] == [t.model_dump() for t in gold.turns]
