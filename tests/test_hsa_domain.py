@@ -510,3 +510,19 @@ def test_invariants_1_and_3_hold_on_another_domain(
     assert not schema_problems(variant.harness, remapped), variant.applied
     back = variant.chain.inverse(remapped, fills) if variant.chain.steps else remapped
     assert [t.model_dump() for t in back.turns] == [t.model_dump() for t in gold.turns]
+
+
+def test_distractors_survive_export_and_import(tmp_path: Path) -> None:
+    from core.harness import export_folder
+
+    bank = layer_bank(load_bank("train"), _user_bank(tmp_path / "bank"))
+    for seed in range(6):
+        out, _ = _transform("tool_distractors")(desk(), random.Random(seed), bank)
+        export_folder(out, tmp_path / f"v{seed}")
+        back = import_folder(tmp_path / f"v{seed}")
+        want = {t.binding: t.annotations[RESULT_KEY] for t in out.tools if is_distractor(t.binding)}
+        got = {t.binding: t.annotations[RESULT_KEY] for t in back.tools if is_distractor(t.binding)}
+        assert want and got == want
+        bindings = Bindings()
+        register_distractors(bindings, back)
+        assert set(bindings.names) == set(want)
