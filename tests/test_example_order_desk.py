@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from core.runtime.tool_runtime import binding_problems
 from typer.testing import CliRunner
 
 from core.cli.main import app
 from core.harness.folder import import_folder
 from core.runtime.client import ScriptedClient
-from core.runtime.trace import ToolCallStep
+from core.runtime.tool_runtime import binding_problems
+from core.runtime.trace import ModelCallStep, ToolCallStep
 from core.runtime.trajectory import AssistantTurn, ToolCall
 from core.taskfile.models import TaskSplit, load_task_file
 
@@ -111,7 +111,7 @@ def test_a_model_teacher_generates_data_and_the_served_model_is_evaluated(
             "data", "generate", "--harness", str(FOLDER), "--trust", "--tasks", str(TASKS),
             "--teacher-url", transformers_server.base_url,
             "--teacher-model", transformers_server.model_id,
-            "--variants", "1", "--limit", "2", "--max-tokens", "48", "--concurrency", "2",
+            "--variants", "1", "--limit", "2", "--max-tokens", "32", "--concurrency", "2",
             # the train split has a reference-only task: the served model is its judge here
             "--judge-url", transformers_server.base_url,
             "--judge-model", transformers_server.model_id,
@@ -134,7 +134,22 @@ def test_a_model_teacher_generates_data_and_the_served_model_is_evaluated(
             "eval", "run", "--base-url", transformers_server.base_url,
             "--model-id", transformers_server.model_id, "--suite", "tasks",
             "--tasks", str(TASKS), "--harness", "order-desk", "--limit", "2",
-            "--max-tokens", "48", "--concurrency", "2",
+            "--max-tokens", "32", "--concurrency", "2",
         ]
     )  # fmt: skip
     assert "tasks" in report
+
+    # chat: the served model through the agent loop, with the harness's own tools bound
+    from core.serving.chat_lane import ChatLane
+    from core.serving.chat_server import Endpoint
+    from core.serving.client import GenerationOptions
+
+    lane = ChatLane("A", import_folder(FOLDER, trust_python_hooks=True))
+    endpoint = Endpoint(transformers_server.base_url, transformers_server.model_id)
+    trace = asyncio.run(
+        lane.ask("Where is my order PT-1042?", endpoint, options=GenerationOptions(max_tokens=32))
+    )
+    assert trace.steps_of(ModelCallStep) and not any(
+        s.error for s in trace.steps_of(ModelCallStep)
+    ), trace.reason
+    assert "lookup_order" in trace.messages[0]["content"]  # the order desk's tools, not the room's
