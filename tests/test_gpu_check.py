@@ -23,6 +23,7 @@ ROWS = [
     "generate decode (batch 1)",
     "GPU detection (core)",
     "GPU memory readout (studio)",
+    "demo model SFT (correctness)",
     "gpu profile: launch checks",
     "gpu profile: one SFT step",
 ]
@@ -53,6 +54,7 @@ def test_gpu_check_dry_run_prints_every_row(tmp_path: Path) -> None:
     assert (
         "steps/s" in rows["SFT LoRA r16"]["figure"] and "tok/s" in rows["GRPO LoRA r16"]["figure"]
     )
+    assert rows["demo model SFT (correctness)"]["figure"] == "skipped"  # no --demo-model
     assert "of the memory roofline" in rows["generate decode (batch 1)"]["detail"]
     data = report["data"]
     assert data["sft"]["steps_per_s"] > 0 and data["grpo"]["tokens_per_s"] > 0

@@ -17,6 +17,8 @@ One run on one GPU, with nothing downloaded, prints one table:
 - the studio's GPU memory readout (training.common.gpu_memory: NVML through nvidia-ml-py
   when installed, else torch) and GPU detection (core.train.config.detect_environment:
   NVML or nvidia-smi) against what torch sees;
+- with `--demo-model FOLDER` (SmolLM2-135M-Instruct, when it is at hand), correctness on real
+  weights: LoRA SFT overfits one short row, the loss must halve;
 - the `gpu` experiment profile (resources/experiment/profiles/gpu.yaml): its three stages
   pass `check_launch` on this machine, and one SFT step at the profile's batch and length
   (per_device_batch_size x max_length, LoRA rank as in the profile) fits in memory.
@@ -685,6 +687,61 @@ def check_profile(
     del model
 
 
+def check_demo(folder: Path | None, device: Any, work: Path, report: Report, *, gpu: bool) -> None:
+    """Correctness on real weights: LoRA SFT of the demo model (SmolLM2-135M-Instruct, when
+    its folder is given) overfits one short conversation: the loss must fall by half."""
+    if folder is None:
+        report.add(
+            "demo model SFT (correctness)",
+            "skipped",
+            "no --demo-model folder given (the speed rows use random weights)",
+        )
+        return
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    _reset_memory(device)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    dtype = torch.bfloat16 if gpu else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).to(device)
+    text = "The parcel for order 4417 left the warehouse on Monday and arrives on Thursday."
+    steps = 8
+    args = SFTConfig(
+        **{**common_args(work / "demo", steps, 4, gpu), "learning_rate": 3e-3},
+        max_length=64,
+        dataset_num_proc=None,
+    )
+    losses: list[float] = []
+
+    from transformers import TrainerCallback
+
+    class Losses(TrainerCallback):  # type: ignore[misc]
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if logs and "loss" in logs:
+                losses.append(float(logs["loss"]))
+
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_dict({"text": [text] * 4 * steps}),
+        processing_class=tokenizer,
+        peft_config=lora(),
+        callbacks=[Losses()],
+    )
+    trainer.train()
+    ok = len(losses) == steps and losses[-1] < 0.5 * losses[0]
+    report.add(
+        "demo model SFT (correctness)",
+        f"loss {losses[0]:.3f} -> {losses[-1]:.3f}",
+        f"{folder.name}, LoRA r16, {steps} steps of 4 copies of one row; passes when "
+        "the loss halves",
+        ok,
+    )
+    del trainer, model
+
+
 def _checkpointing_name(args: Any) -> str:
     return (
         "activation_checkpointing"
@@ -696,7 +753,7 @@ def _checkpointing_name(args: Any) -> str:
 # ----------------------------------------------------------------------------- main
 
 
-def run(dry_run: bool) -> Report:
+def run(dry_run: bool, demo_model: Path | None = None) -> Report:
     import torch
 
     gpu = torch.cuda.is_available() and not dry_run
@@ -753,6 +810,7 @@ def run(dry_run: bool) -> Report:
             ("GRPO", lambda: run_grpo(shape, device, dtype, tokenizer, work, report, gpu=gpu)),
             ("decode", lambda: run_decode(shape, device, dtype, report)),
             ("readout", lambda: check_readout(device, report)),
+            ("demo", lambda: check_demo(demo_model, device, work, report, gpu=gpu)),
             (
                 "profile",
                 lambda: check_profile(shape, device, dtype, tokenizer, work, report, gpu=gpu),
@@ -778,12 +836,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="The same stages on the CPU with a tiny model, 2 steps each.",
     )
+    parser.add_argument(
+        "--demo-model",
+        type=Path,
+        default=None,
+        help="A SmolLM2-135M-Instruct folder (hat models list): a correctness check on real "
+        "weights (LoRA SFT overfits one row).",
+    )
     parser.add_argument("--json", type=Path, default=None, help="Also write the rows as JSON.")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     began = time.perf_counter()
-    report = run(args.dry_run)
+    report = run(args.dry_run, args.demo_model)
     total = time.perf_counter() - began
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     print(f"\nGPU check ({report.device}, {stamp}, {total:.0f} s)\n")
