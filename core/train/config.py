@@ -16,6 +16,11 @@ gradient_accumulation_steps`.
 
 GPU-only options (`use_vllm`, fp16, multi-GPU / FSDP2 / ZeRO-3, `device: cuda`) are rejected by
 `check_launch` on a machine without a GPU, with the field named.
+
+Processes: one per GPU used; on the CPU `launch.num_processes` (default 1) processes run DDP
+over gloo under accelerate launch (core/train/scaleout.py), at most one per core. FSDP2 and
+ZeRO-3 need GPUs and more than one process (on CPU processes accelerate 1.16 silently trains
+DDP instead, so they are refused there).
 """
 
 from __future__ import annotations
