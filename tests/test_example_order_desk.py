@@ -74,6 +74,21 @@ def test_every_gold_gets_full_marks_through_the_real_tools() -> None:
     assert all(r.passed for r in rows), [(r.task_id, r.grades) for r in rows if not r.passed]
 
 
+def test_hsa_sample_draws_from_the_desks_own_bank(tmp_path: Path) -> None:
+    out = tmp_path / "variants"
+    args = ["hsa", "sample", "-n", "6", "--out", str(out), "--harness", str(FOLDER)]
+    _ok([*args, "--bank-dir", str(EXAMPLE / "hsa"), "--strength", "heavy"])
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["variants"]) == 6
+    own = {"gift_card_balance", "author_events"}  # the desk bank's train distractors
+    names: set[str] = set()
+    for entry in manifest["variants"]:
+        variant = import_folder(out / entry["folder"])
+        names |= {t.name for t in variant.tools}
+        assert not any(t.binding.startswith("sim.") for t in variant.tools)
+    assert names & own, names
+
+
 def test_the_chat_lane_calls_the_python_and_mcp_tools() -> None:
     """A scripted model stands in for the served one here (what it writes is fixed, so the
     test is about the tools); the served model's run is the slow test below."""
