@@ -89,6 +89,19 @@ def test_hsa_sample_draws_from_the_desks_own_bank(tmp_path: Path) -> None:
     assert names & own, names
 
 
+def test_hsa_preview_verifies_a_variant_on_a_task_file_gold() -> None:
+    out = _ok(
+        [
+            "hsa", "preview", "--harness", str(FOLDER), "--trust", "--tasks", str(TASKS),
+            "--task", "returns-1", "--seed", "3", "--strength", "heavy", "--no-prompt",
+        ]
+    )  # fmt: skip
+    assert "gold trajectory: returns-1 (ok)" in out
+    assert "RT-" in out  # the gold reply quotes the return id the real start_return made
+    failed = runner.invoke(app, ["hsa", "preview", "--harness", str(FOLDER), "--tasks", str(TASKS)])
+    assert failed.exit_code == 1 and "not trusted" in failed.output
+
+
 def test_the_chat_lane_calls_the_python_and_mcp_tools() -> None:
     """A scripted model stands in for the served one here (what it writes is fixed, so the
     test is about the tools); the served model's run is the slow test below."""

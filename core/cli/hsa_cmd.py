@@ -17,14 +17,14 @@ import json
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from core.cli.common import cell, console, esc, fail, print_problems
+from core.cli.common import TaskFileOpt, TrustOpt, cell, console, esc, fail, print_problems
 from core.harness import Harness, HarnessError, export_folder, import_folder
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from core.hsa.policy import Policy
     from core.hsa.preview import Row
     from core.hsa.transform import Bank
+    from core.runtime.trace import Trace
     from core.sim.models import Task
 
 app = typer.Typer(help="Preview and sample harness variants (HSA).", no_args_is_help=True)
@@ -65,16 +66,47 @@ DimsOpt = Annotated[
 ]
 
 
-def _harness(path: Path | None) -> Harness:
+def _harness(path: Path | None, trust: bool = False) -> Harness:
     if path is None:
         from core.harness.demo import load_demo_harness
 
         return load_demo_harness()
     try:
-        return import_folder(path)
+        return import_folder(path, trust_python_hooks=trust)
     except HarnessError as exc:
         print_problems(exc, path)
         raise typer.Exit(1) from None
+
+
+def _own_gold(path: Path, task_id: str | None, seed: int, harness: Harness) -> tuple[Any, Trace]:
+    """A task-file task (by id, else by seed) and its gold run through the harness's tools."""
+    from core.runtime.tool_runtime import ToolRuntime, binding_problems
+    from core.taskfile.gold import gold_trace
+    from core.taskfile.models import TaskFileError, load_task_file
+
+    try:
+        own = load_task_file(path)
+    except TaskFileError as exc:
+        fail(str(exc))
+    if task_id is None:
+        chosen = own[seed % len(own)]
+    else:
+        found = next((t for t in own if t.id == task_id), None)
+        if found is None:
+            fail(f"{path}: no task {task_id!r}")
+        chosen = found
+    problems = binding_problems(harness)
+    if problems:
+        fail(
+            "the harness has tools the runtime cannot run: "
+            + "; ".join(p.message for p in problems)
+        )
+
+    async def run() -> Trace:
+        async with ToolRuntime(harness) as tools:
+            return await gold_trace(chosen, harness, tools)
+
+    return chosen, asyncio.run(run())
 
 
 def _policy(bank: str, strength: str, dimensions: list[str] | None) -> Policy:
@@ -222,20 +254,26 @@ def preview(
     width: Annotated[int | None, typer.Option("--width", help="Table width (columns).")] = None,
     bank_dir: BankDirOpt = None,
     bank_only: BankOnlyOpt = False,
+    tasks: TaskFileOpt = None,
+    trust: TrustOpt = False,
 ) -> None:
     """Show one variant: per-component harness diff, gold trajectory before/after the remap,
-    transforms applied / skipped / dropped."""
+    transforms applied / skipped / dropped. With --tasks, the task comes from a task file and
+    its gold runs through the harness's own tools (--trust lets a folder's code run)."""
     from core.hsa.augment import AugmentError, augment_variant
     from core.hsa.preview import component_diffs, renamed_paths, trajectory_lines
-    from core.sim.catalog import load_catalog
-    from core.sim.oracle import gold_trajectory
 
     chosen = _policy(policy, strength, dimension)
     bank = _bank(chosen, bank_dir, bank_only)
-    base = _harness(harness)
-    the_task = _task(task, seed)
-    catalog = load_catalog()
-    gold = asyncio.run(gold_trajectory(the_task, base, catalog, add_distractors=False))
+    base = _harness(harness, trust)
+    if tasks is not None:
+        the_task, gold = _own_gold(tasks, task, seed, base)
+    else:
+        from core.sim.catalog import load_catalog
+        from core.sim.oracle import gold_trajectory
+
+        the_task = _task(task, seed)
+        gold = asyncio.run(gold_trajectory(the_task, base, load_catalog(), add_distractors=False))
     try:
         result = augment_variant(base, gold, chosen, seed, bank=bank)
     except AugmentError as exc:
