@@ -84,6 +84,18 @@ def choose_folder(parent: QWidget | None, title: str, start: str = "") -> str | 
     return path or None
 
 
+def choose_file(parent: QWidget | None, title: str, filters: str = "JSON (*.json)") -> str | None:
+    path, _ = QFileDialog.getOpenFileName(parent, title, "", f"{filters};;All files (*)")
+    return path or None
+
+
+def choose_save_file(
+    parent: QWidget | None, title: str, name: str, filters: str = "JSON (*.json)"
+) -> str | None:
+    path, _ = QFileDialog.getSaveFileName(parent, title, name, filters)
+    return path or None
+
+
 def ask_label(parent: QWidget | None) -> str | None:
     text, ok = QInputDialog.getText(parent, "New label", "Label name (letters, digits, . _ -):")
     return text.strip() if ok and text.strip() else None

@@ -120,6 +120,18 @@ def read_json_file(path: Path) -> Any:
     return value
 
 
+def json_from_text(text: str, where: str) -> Any:
+    """Parse JSON given as text (pasted into the studio) exactly as strictly as
+    `read_json_file` parses a file; HarnessError naming `where` and the line and column."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
+        raise HarnessError([Problem(where, "", f"is over {MAX_INPUT_BYTES:,} bytes")])
+    reader = _Reader({where: text.encode("utf-8", "surrogatepass")})
+    value = reader.json_value(where, text.removeprefix("\ufeff"))
+    if value is _FAILED:
+        raise HarnessError(reader.problems)
+    return value
+
+
 # ----------------------------------------------------------------------------- tools
 
 
@@ -244,6 +256,12 @@ def _tool_fields(
         renames["parameters"] = _join(at, "parameters")
     renames["annotations"] = _join(at, "annotations")
     return fields, renames, problems
+
+
+def tool_entries(data: Any, file: str) -> list[tuple[str, Any]]:
+    """(dotted place, entry) of every tool in `data`, as `tools_from_data` reads them (a
+    preview lists them one by one); HarnessError when `data` holds no tools at all."""
+    return _tool_entries(data, file)
 
 
 def tools_from_data(

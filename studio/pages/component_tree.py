@@ -35,6 +35,8 @@ class ComponentTree(QWidget):
     selected = Signal(str, object)
     """(kind, key) of the item the user chose."""
     add_requested = Signal(str)
+    import_requested = Signal(str)
+    """"tools", "skill", "hooks" or "export-tools" (the import/export dialogs)."""
     delete_requested = Signal(str, int)
     duplicate_requested = Signal(str, int)
     move_requested = Signal(str, int, int)
@@ -62,6 +64,16 @@ class ComponentTree(QWidget):
         for attr, title, icon in GROUPS:
             a = menu.addAction(theme.icon(icon), f"New {title[:-1].lower()}")
             a.triggered.connect(lambda _c=False, at=attr: self.add_requested.emit(at))
+        menu.addSeparator()
+        for key, text, icon in (
+            ("tools", "Import tools…", "import"),
+            ("skill", "Import skill folder…", "import"),
+            ("hooks", "Import Claude Code hooks…", "import"),
+            ("export-tools", "Export tools…", "export"),
+        ):
+            a = menu.addAction(theme.icon(icon), text)
+            a.triggered.connect(lambda _c=False, k=key: self.import_requested.emit(k))
+        self.import_actions = {a.text(): a for a in menu.actions() if a.text().endswith("…")}
         self.add_button.setMenu(menu)
         top.addWidget(self.add_button)
         lay.addLayout(top)

@@ -153,6 +153,7 @@ class HarnessPage(QWidget):
         """The banner shows why saving was refused; it follows the fixes until none is left."""
         self.tree.selected.connect(self._select)
         self.tree.add_requested.connect(self.add_component)
+        self.tree.import_requested.connect(self.open_import)
         self.tree.delete_requested.connect(self.delete_component)
         self.tree.duplicate_requested.connect(self.duplicate_component)
         self.tree.move_requested.connect(self.move_component)
@@ -388,6 +389,44 @@ class HarnessPage(QWidget):
             snap, f"Add {attr[:-1]} {{name}}", origin=self, subject=(attr, snap.uids[index])
         )
         self.tree.select(attr, doc.uid(attr, index))
+
+    def open_import(self, kind: str) -> None:
+        """The import/export dialogs: preview, then add everything as one undoable step."""
+        from studio.logic import harness_import as hi
+        from studio.pages import import_dialogs as dlg
+
+        doc = self.session.doc
+        if doc is None:
+            return
+        self.flush()
+        harness = doc.harness
+        if kind == "export-tools":
+            dlg.run(dlg.ExportToolsDialog(self, harness))
+            return
+        make = {
+            "tools": (dlg.ImportToolsDialog, hi.tools_snapshot, "tools"),
+            "skill": (dlg.ImportSkillDialog, hi.skill_snapshot, "skills"),
+            "hooks": (dlg.ImportHooksDialog, hi.hooks_snapshot, "hooks"),
+        }
+        cls, snapshot, attr = make[kind]
+        dialog = cls(self, harness)
+        if not dlg.run(dialog) or dialog.preview is None or not dialog.preview.ok:
+            return
+        if self.session.doc is not doc or doc.harness is not harness:
+            return  # the harness changed under the dialog; nothing is added
+        before = len(getattr(harness, attr))
+        snap = snapshot(doc, dialog.preview)
+        added = [i.name for i in snap.value[before:]]
+        what = attr if len(added) != 1 else attr[:-1]
+        text = f"Import {what} {', '.join(added[:3])}" + (" …" if len(added) > 3 else "")
+        try:
+            self.session.push(snap, text, origin=self)
+        except HarnessError as exc:
+            self._blocked = False
+            self.banner.show_message("error", f"Nothing was imported: {exc}")
+            return
+        self.tree.select(attr, doc.uid(attr, before))
+        self.ctx.message.emit("success", f"Imported {len(added)} {what}. Undo with Ctrl+Z.")
 
     def duplicate_component(self, attr: str, index: int) -> None:
         doc = self.session.doc
