@@ -13,47 +13,36 @@ GRPO logs each as `rewards/<name>/mean` and combines them with `reward_weights`.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from core.harness.models import Harness
-from core.sim.models import Split, Task
+from core.sim.models import Task
 from core.train.config import REWARD_COMPONENTS, RlConfig
 from core.train.data import DataError
 from training.common import StageContext, make_callback, resolve_device, student, trainer_kwargs
 
 
 def load_tasks(config: RlConfig) -> list[Task]:
-    from core.sim.tasks import SUITES, generate_tasks, load_suite, read_tasks
+    """The stage's tasks through the one task-source resolver (live-room tasks only)."""
+    from core.taskfile.sources import TaskSourceError, load_live_source
 
-    if config.tasks in ("train", "dev", "test"):
-        return list(
-            generate_tasks(
-                Split(config.tasks), seed=config.task_seed, per_category=config.per_category
-            )
-        )
-    if config.tasks in SUITES:
-        return list(load_suite(config.tasks))
     try:
-        return read_tasks(Path(config.tasks).expanduser())
-    except (OSError, ValueError) as exc:
+        return load_live_source(
+            config.tasks, seed=config.task_seed, per_category=config.per_category
+        )
+    except TaskSourceError as exc:
         raise DataError(f"cannot read the tasks {config.tasks}: {exc}") from None
 
 
 def load_harness(ref: str | None) -> tuple[Harness, str]:
-    if ref is None:
-        from core.harness.demo import load_demo_harness
-
-        return load_demo_harness(), "demo"
-    path = Path(ref).expanduser()
-    if path.is_dir():
-        from core.harness import import_folder
-
-        return import_folder(path), str(path)
+    """The stage's harness by the one rule (core/store/harness_ref.py): a folder, a stored
+    ref, or live-host@production / @head / the bundled demo when none is given."""
     from core.store import Store
+    from core.store.harness_ref import resolve_harness
 
     with Store.open() as store:
-        return store.load(ref), store.info(ref).id
+        harness, version = resolve_harness(store, ref)
+    return harness, version or (ref if ref is not None else "demo")
 
 
 def groups_needed(config: RlConfig, batch: int, tasks: int) -> int:

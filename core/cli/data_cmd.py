@@ -28,58 +28,44 @@ from core.cli.common import (
     open_store,
     print_problems,
 )
-from core.harness import Harness, HarnessError, import_folder
-from core.sim.models import Split, Task
+from core.harness import Harness, HarnessError
+from core.sim.models import Task
 from core.taskfile.models import OwnTask
 
 app = typer.Typer(help="Build training data from the simulator.", no_args_is_help=True)
 
-SPLIT_NAMES = ("train", "dev", "test")
-
 
 def _tasks(source: str, seed: int, per_category: int | None) -> list[Task | OwnTask]:
-    """Live-room tasks (a split, a suite, or a JSONL of them), or a task file's train split
-    (all its tasks when it has no train split)."""
-    from core.sim.tasks import SUITES, generate_tasks, load_suite, read_tasks
-    from core.taskfile.models import TaskFileError, TaskSplit, is_task_file, load_task_file
+    """The tasks `--tasks` names, by the one resolver (core/taskfile/sources.py)."""
+    from core.taskfile.sources import TaskSourceError, load_source
 
-    if source in SPLIT_NAMES:
-        return list(generate_tasks(Split(source), seed=seed, per_category=per_category))
-    if source in SUITES:
-        return list(load_suite(source))
-    path = Path(source)
-    if not path.is_file():
-        splits, suites = ", ".join(SPLIT_NAMES), ", ".join(SUITES)
-        fail(f"--tasks {source!r} is not a split ({splits}), a suite ({suites}) or a JSONL file")
-    if is_task_file(path):
-        try:
-            own = load_task_file(path)
-        except TaskFileError as exc:
-            fail(str(exc))
-        train = [t for t in own if t.split is TaskSplit.TRAIN]
-        return list(train or own)
     try:
-        return list(read_tasks(path))
-    except ValueError as exc:
+        return load_source(source, seed=seed, per_category=per_category)
+    except TaskSourceError as exc:
         fail(str(exc))
 
 
 def _harness(
     path: Path | None, version: str | None, trust: bool = False
 ) -> tuple[Harness, str | None]:
-    if version is not None:
-        with open_store() as store:
-            info = store.info(version)
-            return store.load(version), info.id
-    if path is None:
-        from core.harness.demo import load_demo_harness
+    """`--harness FOLDER`, `--harness-version REF`, or the one default rule (live-host@
+    production, else @head, else the bundled demo: core/store/harness_ref.py)."""
+    from core.store.errors import StoreError
+    from core.store.harness_ref import resolve_harness, resolve_stored
 
-        return load_demo_harness(), None
+    if path is not None and not path.is_dir():
+        fail(f"{path}: no such harness folder")
     try:
-        return import_folder(path, trust_python_hooks=trust), None
+        with open_store() as store:
+            if version is not None:
+                harness, _name, version_id = resolve_stored(store, version)
+                return harness, version_id
+            return resolve_harness(store, str(path) if path is not None else None, trust=trust)
     except HarnessError as exc:
-        print_problems(exc, path)
+        print_problems(exc, path or Path("."))
         raise typer.Exit(1) from None
+    except StoreError as exc:
+        fail(str(exc))
 
 
 @app.command()

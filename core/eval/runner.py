@@ -43,7 +43,6 @@ from core.eval.store import (
     update_run,
 )
 from core.eval.types import (
-    DEFAULT_HARNESS,
     ClientFactory,
     EvalError,
     EvalItem,
@@ -69,39 +68,15 @@ log = logging.getLogger(__name__)
 
 
 def resolve_harness(store: Store, ref: str | None) -> tuple[Harness, str, str]:
-    """(harness, its name, stored version id) for a request's `harness`.
+    """(harness, its name, stored version id) for a request's `harness`: the one rule of
+    core/store/harness_ref.py (None: live-host@production, else @head, else the bundled demo,
+    committed first so the run names a stored version; a bare name the same way)."""
+    from core.store.harness_ref import resolve_stored
 
-    None: `live-host@production`, else `live-host@head`, else the bundled demo harness,
-    committed to the store first so the run names a stored version. A bare harness name
-    follows the same rule: `<name>@production`, else `<name>@head`."""
-    if ref is not None:
-        try:
-            info = store.info(ref)
-        except StoreError as exc:
-            if "@" in ref or ref not in store.harness_names():
-                raise EvalError(f"harness {ref!r}: {exc}") from None
-            info = store.info(_default_ref(store, ref))
-        return store.load(info.id), info.harness_name, info.id
-    for candidate in (f"{DEFAULT_HARNESS}@production", f"{DEFAULT_HARNESS}@head"):
-        try:
-            info = store.info(candidate)
-        except StoreError:
-            continue
-        return store.load(info.id), info.harness_name, info.id
-    from core.harness.demo import load_demo_harness
-
-    harness = load_demo_harness()
-    info = store.commit(harness, "the bundled demo harness (stored for evaluation)")
-    return store.load(info.id), info.harness_name, info.id
-
-
-def _default_ref(store: Store, name: str) -> str:
-    """`name@production` where that label exists, else `name@head`."""
     try:
-        store.info(f"{name}@production")
-    except StoreError:
-        return f"{name}@head"
-    return f"{name}@production"
+        return resolve_stored(store, ref)
+    except StoreError as exc:
+        raise EvalError(f"harness {ref!r}: {exc}") from None
 
 
 # ----------------------------------------------------------------------------- the run

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.eval.results import EvalResult, Suite
+from core.store.harness_ref import DEFAULT_HARNESS as DEFAULT_HARNESS  # one default rule
 
 if TYPE_CHECKING:
     from core.harness.models import Harness
@@ -27,11 +28,6 @@ if TYPE_CHECKING:
     from core.sim.models import Task
     from core.sim.surface import HarnessSurface
     from core.taskfile.models import OwnTask
-
-DEFAULT_HARNESS = "live-host"
-"""The harness a request without `harness` runs under: its `production` label, else its
-newest stored version, else the bundled demo harness (committed to the store first, so every
-run names a stored version)."""
 
 ALL_SUITES: tuple[Suite, ...] = (Suite.LS_QA, Suite.HV_QA, Suite.ROBUSTNESS, Suite.IFEVAL)
 

@@ -750,17 +750,11 @@ def _check_rl_sources(config: RlConfig) -> list[tuple[str, str]]:
     if config.sampler not in SAMPLERS:
         known = ", ".join(sorted(SAMPLERS))
         problems.append(("sampler", f"unknown variant sampler {config.sampler!r} (known: {known})"))
-    splits = ("train", "dev", "test")
-    if config.tasks not in splits:
-        from core.sim.tasks import SUITES
+    from core.taskfile.sources import source_problem
 
-        if config.tasks not in SUITES and not Path(config.tasks).expanduser().is_file():
-            problems.append(
-                (
-                    "tasks",
-                    f"{config.tasks!r} is not a split, a suite ({', '.join(SUITES)}) or a file",
-                )
-            )
+    problem = source_problem(config.tasks, task_files=False)
+    if problem is not None:
+        problems.append(("tasks", problem))
     return problems
 
 

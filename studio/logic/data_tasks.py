@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from core.harness import Harness
-from core.sim.models import Split, Task
+from core.sim.models import Task
 from studio.logic.data_turns import TurnItem, turns_from_trace
 
 SOURCES: tuple[tuple[str, str], ...] = (
@@ -35,14 +35,12 @@ def category_label(category: str) -> str:
 @lru_cache(maxsize=8)
 def load_tasks(source: str, seed: int = 0, per_category: int | None = None) -> tuple[Task, ...]:
     """Every task of a split (generated with `seed`) or of a bundled suite."""
-    from core.sim.tasks import SUITES, generate_tasks, load_suite
+    from core.taskfile.sources import load_live_source
 
-    if source in SPLIT_SOURCES:
-        return tuple(generate_tasks(Split(source), seed=seed, per_category=per_category))
-    if source in SUITES:
-        return tuple(load_suite(source))
-    known = ", ".join(k for k, _ in SOURCES)
-    raise ValueError(f"unknown task source {source!r}; use one of {known}")
+    if source not in {k for k, _ in SOURCES}:
+        known = ", ".join(k for k, _ in SOURCES)
+        raise ValueError(f"unknown task source {source!r}; use one of {known}")
+    return tuple(load_live_source(source, seed=seed, per_category=per_category))
 
 
 @dataclass(frozen=True)

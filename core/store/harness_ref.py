@@ -1,0 +1,79 @@
+"""Which harness a command means: one rule for a stored ref, a folder, or nothing given.
+
+Nothing given means `live-host@production`, else `live-host@head`, else the bundled demo
+harness (committed first where a stored version is needed, so a run always names one). A bare
+stored harness name follows the same rule: `<name>@production`, else `<name>@head`.
+Evaluation, RL and data generation resolve through here, so "the default harness" is one
+thing whichever command runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.harness.models import Harness
+from core.store.errors import StoreError
+
+if TYPE_CHECKING:
+    from core.store.store import Store
+
+DEFAULT_HARNESS = "live-host"
+"""The harness a command without one runs under (module doc)."""
+
+
+def default_ref(store: Store, name: str) -> str:
+    """`name@production` where that label exists, else `name@head`."""
+    try:
+        store.info(f"{name}@production")
+    except StoreError:
+        return f"{name}@head"
+    return f"{name}@production"
+
+
+def resolve_stored(store: Store, ref: str | None) -> tuple[Harness, str, str]:
+    """(harness, its name, stored version id) for a stored ref or the default (module doc);
+    StoreError for a ref that names nothing stored."""
+    if ref is not None:
+        try:
+            info = store.info(ref)
+        except StoreError:
+            if "@" in ref or ref not in store.harness_names():
+                raise
+            info = store.info(default_ref(store, ref))
+        return store.load(info.id), info.harness_name, info.id
+    for candidate in (f"{DEFAULT_HARNESS}@production", f"{DEFAULT_HARNESS}@head"):
+        try:
+            info = store.info(candidate)
+        except StoreError:
+            continue
+        return store.load(info.id), info.harness_name, info.id
+    from core.harness.demo import load_demo_harness
+
+    harness = load_demo_harness()
+    info = store.commit(harness, "the bundled demo harness (stored for evaluation)")
+    return store.load(info.id), info.harness_name, info.id
+
+
+def resolve_harness(
+    store: Store, ref: str | None, *, trust: bool = False
+) -> tuple[Harness, str | None]:
+    """(harness, stored version id or None) for a folder (read, its code trusted only with
+    `trust`), a stored ref or the default rule (the bundled demo is not committed here: a
+    folder or the demo has no version)."""
+    if ref is not None and Path(ref).expanduser().is_dir():
+        from core.harness.folder import import_folder
+
+        return import_folder(Path(ref).expanduser(), trust_python_hooks=trust), None
+    if ref is None:
+        for candidate in (f"{DEFAULT_HARNESS}@production", f"{DEFAULT_HARNESS}@head"):
+            try:
+                info = store.info(candidate)
+            except StoreError:
+                continue
+            return store.load(info.id), info.id
+        from core.harness.demo import load_demo_harness
+
+        return load_demo_harness(), None
+    harness, _name, version = resolve_stored(store, ref)
+    return harness, version
