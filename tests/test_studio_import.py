@@ -153,7 +153,9 @@ MCP_LIST = {
 }
 
 
-def test_paste_an_mcp_list_add_it_and_save_a_version(qapp, hat_home: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_paste_an_mcp_list_add_it_and_save_a_version(
+    qapp, hat_home: Path, monkeypatch, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     from studio.pages import import_dialogs
     from tests.studio_helpers import idle, open_studio, shut
 
@@ -207,6 +209,21 @@ def test_paste_an_mcp_list_add_it_and_save_a_version(qapp, hat_home: Path, monke
                 qapp.processEvents()
                 dialog.grab().save(str(SHOTS / "import-hooks.png"))
                 return False  # cancelled: nothing is added
+            if isinstance(dialog, import_dialogs.ImportSkillDialog):
+                folder = tmp_path / "order-help"
+                (folder / "references").mkdir(parents=True)
+                (folder / "SKILL.md").write_text(
+                    "---\nname: order-help\ndescription: Answer questions about an order."
+                    "\n---\n# Orders\n",
+                    encoding="utf-8",
+                )
+                (folder / "references" / "policy.md").write_text("# Policy\n", encoding="utf-8")
+                dialog.load(str(folder))
+                assert dialog.preview.ok and "2 files" in dialog.details.text()
+                dialog.show()
+                qapp.processEvents()
+                dialog.grab().save(str(SHOTS / "import-skill.png"))
+                return True
             if isinstance(dialog, import_dialogs.ExportToolsDialog):
                 out = json.loads(dialog.text.toPlainText())
                 assert [t["name"] for t in out["tools"]][-2:] == ["lookup_order", "refund_order"]
@@ -228,6 +245,8 @@ def test_paste_an_mcp_list_add_it_and_save_a_version(qapp, hat_home: Path, monke
         page.tree.import_actions["Import Claude Code hooks…"].trigger()
         assert not any(h.name.startswith("claude-") for h in win.ctx.session.harness.hooks)
         page.tree.import_actions["Export tools…"].trigger()
+        page.tree.import_actions["Import skill folder…"].trigger()
+        assert win.ctx.session.harness.skill("order-help") is not None
 
         monkeypatch.setattr(dialogs, "ask_save", lambda *a, **k: ("Import order tools", ""))
         win.save_action.trigger()
@@ -239,5 +258,7 @@ def test_paste_an_mcp_list_add_it_and_save_a_version(qapp, hat_home: Path, monke
         assert order is not None and order.title == "Look up an order"
         assert order.annotations == {"readOnlyHint": True}
         assert stored.tool("refund_order") is not None
+        skill = stored.skill("order-help")
+        assert skill is not None and skill.files == {"references/policy.md": b"# Policy\n"}
     finally:
         shut(win)

@@ -223,14 +223,15 @@ class ImportSkillDialog(_Base):
         )
         self.harness = harness
         row = QHBoxLayout()
-        self.folder = label("No folder chosen", "Muted")
+        self.folder = label("No folder chosen", "Muted", wrap=True)
         row.addWidget(self.folder, 1)
         pick = button("Choose folder…", "folder")
         pick.clicked.connect(self.choose)
         row.addWidget(pick)
         self.lay.addLayout(row)
         self.details = label("", "", wrap=True)
-        self.lay.addWidget(self.details, 1)
+        self.lay.addWidget(self.details)
+        self.lay.addStretch(1)
         self.preview: hi.SkillPreview | None = None
         self.finish()
         self.resize(640, 320)
