@@ -262,3 +262,12 @@ def test_paste_an_mcp_list_add_it_and_save_a_version(
         assert skill is not None and skill.files == {"references/policy.md": b"# Policy\n"}
     finally:
         shut(win)
+
+
+def test_the_dialog_words_cores_command_line_hint_for_what_it_can_do() -> None:
+    from studio.logic.harness_import import studio_wording
+
+    core = "must match ^[a-zA-Z0-9_-]{1,64}$; rename it on import (--rename notes.delete=NEW_NAME)"
+    said = studio_wording(core)
+    assert "rename it in the pasted text" in said and "hat harness import-tools --rename" in said
+    assert studio_wording("unrelated") == "unrelated"

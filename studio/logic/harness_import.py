@@ -35,10 +35,23 @@ PASTED = "pasted text"
 _LINE_COL = re.compile(r"line (\d+), column (\d+)")
 
 
+_CLI_RENAME = re.compile(r"rename it on import \(--rename (\S+)=NEW_NAME\)")
+
+
+def studio_wording(message: str) -> str:
+    """Core's message with its command-line hint said the way the dialog can act on it."""
+    return _CLI_RENAME.sub(
+        r"rename it in the pasted text, or import it with hat harness import-tools --rename "
+        r"\1=NEW_NAME (which keeps the original name as its binding)",
+        message,
+    )
+
+
 def problem_text(p: Problem, file: str = "") -> str:
     """One problem as a line: the field first, the file only when it is not `file`."""
     where = p.field if p.file in (file, "") else f"{p.file}: {p.field}" if p.field else p.file
-    return f"{where}: {p.message}" if where else p.message
+    message = studio_wording(p.message)
+    return f"{where}: {message}" if where else message
 
 
 @dataclass
@@ -180,7 +193,8 @@ def preview_tools(text: str, harness: Harness, file: str = PASTED) -> ToolPrevie
         except HarnessError as exc:
             for p in exc.problems:
                 place = ".".join(x for x in (where, p.field) if x)
-                row.problems.append(f"{place}: {p.message}" if place else p.message)
+                message = studio_wording(p.message)
+                row.problems.append(f"{place}: {message}" if place else message)
             continue
         row.tool, row.name, row.description = tool, tool.name, tool.description
         name_at = f"{where}.function.name" if "function" in entry else f"{where}.name"
