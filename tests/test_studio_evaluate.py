@@ -136,6 +136,41 @@ def test_oracle_run_scores_dimensions_distribution_and_traces(studio) -> None:  
     assert kinds[0] == "viewer" and kinds[-1] == "reply"
 
 
+def test_your_tasks_run_a_task_file_on_its_own_harness(studio) -> None:  # type: ignore[no-untyped-def]
+    """The order desk (Python and MCP tools) stored as a version; the oracle plays its task
+    file's test split from the Evaluate page: every gold passes through the real tools."""
+    from core.harness.folder import import_folder
+    from core.taskfile.models import load_task_file
+
+    desk = Path(__file__).parents[1] / "resources/examples/order_desk"
+    info = studio.ctx.store.commit(
+        import_folder(desk / "harness", trust_python_hooks=True), "the order desk"
+    )
+    page = evaluate_page(studio)
+    page.show_tab("run")
+    run = page.run
+    studio.ctx.harness_name = "order-desk"  # what opening it on the Harness page does
+    run.load_choices()  # its versions in the picker
+    wait_until(lambda: run.version.findData(info.id) >= 0)
+    run.picker.select("oracle")
+    for key, b in run.suite_buttons.items():
+        b.setChecked(key == "tasks")
+    assert run.task_file_field.isVisibleTo(run)
+    run.start()  # no file yet: named at its field, nothing runs
+    assert run.job is None and "task file" in run.task_file_field.error.text()
+    run.task_file.setText(str(desk / "tasks.jsonl"))
+    run.version.setCurrentIndex(run.version.findData(info.id))
+    run.limit.setValue(0)
+    run.start()
+    assert run.job is not None, run.banner.text.text()
+    wait_until(lambda: run.result is not None or run.banner.isVisibleTo(run), timeout=120)
+    assert run.result is not None, run.banner.text.text()
+    stored = run.result
+    tests = [t for t in load_task_file(desk / "tasks.jsonl") if t.split.value == "test"]
+    assert stored.status.value == "done", stored.reason
+    assert stored.total == len(tests) and stored.passed == len(tests)
+
+
 def test_stop_keeps_items_and_resume_finishes_the_run(studio) -> None:  # type: ignore[no-untyped-def]
     page = evaluate_page(studio)
     page.show_tab("run")

@@ -306,3 +306,30 @@ def test_planned_items_match_the_plan_without_loading_ifeval(tmp_path, monkeypat
     assert planned_items(with_ifeval) == (ls + 5, True)
     missing = with_ifeval.model_copy(update={"ifeval_path": str(tmp_path / "none.jsonl")})
     assert planned_items(missing) == (ls, False)
+
+
+def test_evaluate_form_runs_a_task_file() -> None:
+    """The Evaluate form's 'Your tasks' suite: the file is required and must exist (named at
+    its field), the request carries it, the command line matches, and the size line plans the
+    file's test split."""
+    from pathlib import Path
+
+    import pytest
+
+    from core.eval.results import Suite
+    from core.taskfile.models import load_task_file
+    from studio.logic.eval_view import LaunchRequest, planned_items
+    from studio.logic.requests import RequestError
+
+    desk = Path(__file__).parents[1] / "resources/examples/order_desk/tasks.jsonl"
+    with pytest.raises(RequestError) as missing:
+        LaunchRequest(model="demo", suites=("tasks",)).validate()
+    assert missing.value.field == "task_file"
+    with pytest.raises(RequestError, match="no such file"):
+        LaunchRequest(model="demo", suites=("tasks",), task_file="/nope.jsonl").validate()
+    launch = LaunchRequest(model="demo", suites=("tasks",), task_file=str(desk), limit=None)
+    request = launch.eval_request()
+    assert request.suites == [Suite.TASKS] and request.task_file == str(desk.resolve())
+    assert f"--tasks {desk}" in launch.command()
+    tests = [t for t in load_task_file(desk) if t.split.value == "test"]
+    assert planned_items(request) == (len(tests), True)

@@ -45,6 +45,7 @@ SUITE_LABELS: dict[Suite, str] = {
     Suite.HV_QA: "HV-QA",
     Suite.ROBUSTNESS: "Robustness",
     Suite.IFEVAL: "IFEval",
+    Suite.TASKS: "Your tasks",
 }
 IFEVAL_LABELS = {
     "prompt_level_strict_acc": "prompt-level strict",

@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.eval.results import EvalResult, Suite
-from core.store.harness_ref import DEFAULT_HARNESS as DEFAULT_HARNESS  # one default rule
+from core.harness.demo import DEMO_HARNESS
+
+DEFAULT_HARNESS = DEMO_HARNESS
+"""The harness a request without `harness` runs under: the one rule of
+core/store/harness_ref.py (its `production` label, else its newest stored version, else the
+bundled demo harness, committed first so every run names a stored version)."""
 
 if TYPE_CHECKING:
     from core.harness.models import Harness

@@ -12,13 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.harness.demo import DEMO_HARNESS
 from core.harness.models import Harness
 from core.store.errors import StoreError
 
 if TYPE_CHECKING:
     from core.store.store import Store
 
-DEFAULT_HARNESS = "live-host"
+DEFAULT_HARNESS = DEMO_HARNESS
 """The harness a command without one runs under (module doc)."""
 
 

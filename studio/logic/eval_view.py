@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.eval.oracle_model import ORACLE, ORACLE_FIXED, fixed_name, oracle_factory
+from core.eval.report import SUITE_LABELS as REPORT_SUITE_LABELS
 from core.eval.results import EvalResult, ResultStatus, Suite
 from studio.logic.data_turns import TurnItem, turns_from_trace
 from studio.logic.requests import RequestError, check_url
@@ -36,8 +37,10 @@ SUITE_CHOICES: tuple[tuple[str, str, str], ...] = (
     ("hv-qa", "Harness-Variant QA", "the same tasks under held-out HSA variants"),
     ("robustness", "Robustness", "faults and distractor tools"),
     ("ifeval", "IFEval", "instruction following, official checkers"),
+    ("tasks", "Your tasks", "a task file (JSONL): its test split under the harness version"),
 )
-SUITE_LABELS = {"ls-qa": "LS-QA", "hv-qa": "HV-QA", "robustness": "Robustness", "ifeval": "IFEval"}
+SUITE_LABELS = {suite.value: title for suite, title in REPORT_SUITE_LABELS.items()}
+"""Core's report labels by suite name (one table, core/eval/report.py)."""
 DIMENSION_LABELS = {
     "skill_ids": "Skill names",
     "skill_content": "Skill content",
@@ -113,6 +116,8 @@ class LaunchRequest:
     base_url: str = ""
     model_id: str = ""
     ifeval_path: str = ""
+    task_file: str = ""
+    """The `tasks` suite's task file (docs/task-files.md)."""
     fixed_on: str | None = None
     """oracle-fixed: the harness version whose names it keeps."""
 
@@ -135,6 +140,12 @@ class LaunchRequest:
             check_url("base_url", self.base_url, "a running server")
         if self.engine not in ("transformers", "vllm"):
             raise RequestError("engine", f"unknown engine {self.engine!r}")
+        if "tasks" in self.suites:
+            path = Path(self.task_file.strip()).expanduser()
+            if not self.task_file.strip():
+                raise RequestError("task_file", "name the task file of the tasks suite")
+            if not path.is_file():
+                raise RequestError("task_file", f"{path}: no such file")
 
     def eval_request(self) -> EvalRequest:
         from core.eval.api import EvalRequest
@@ -155,6 +166,11 @@ class LaunchRequest:
             base_url=(self.base_url.strip() or None) if url else None,
             model_id=(self.model_id.strip() or None) if url else None,
             ifeval_path=self.ifeval_path.strip() or None,
+            task_file=(
+                str(Path(self.task_file.strip()).expanduser().resolve())
+                if "tasks" in self.suites
+                else None
+            ),
         )
 
     def command(self) -> str:
@@ -185,6 +201,8 @@ class LaunchRequest:
             parts.append(f"--concurrency {self.concurrency}")
         if self.ifeval_path.strip() and "ifeval" in self.suites:
             parts.append(f"--ifeval {self.ifeval_path.strip()}")
+        if self.task_file.strip() and "tasks" in self.suites:
+            parts.append(f"--tasks {self.task_file.strip()}")
         return " ".join(parts)
 
     def factory(self, store: Store) -> ClientFactory | None:

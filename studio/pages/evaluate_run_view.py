@@ -211,6 +211,10 @@ class RunView(JobView):
         self.ifeval.setPlaceholderText("input_data.jsonl (default: google/IFEval via datasets)")
         self.ifeval_field = Field("IFEval prompts", self.ifeval)
         grid.addWidget(self.ifeval_field, 3, 0, 1, 3)
+        self.task_file = QLineEdit()
+        self.task_file.setPlaceholderText("tasks.jsonl: your tasks (docs/task-files.md)")
+        self.task_file_field = Field("Task file", self.task_file)
+        grid.addWidget(self.task_file_field, 4, 0, 1, 3)
         fl.addLayout(grid)
         self.command = label("", "CodeLine", wrap=True)
         self.command.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -242,7 +246,7 @@ class RunView(JobView):
         self.picker.changed.connect(self._update)
         self.server.changed.connect(lambda _v: self._update())
         self.engine.changed.connect(lambda _v: self._update())
-        for w in (self.base_url, self.model_id, self.ifeval):
+        for w in (self.base_url, self.model_id, self.ifeval, self.task_file):
             w.textChanged.connect(lambda _t: self._update())
         for s in (self.limit, self.variants, self.samples, self.max_tokens, self.concurrency):
             s.valueChanged.connect(lambda _v: self._update())
@@ -332,6 +336,7 @@ class RunView(JobView):
             base_url=self.base_url.text(),
             model_id=self.model_id.text(),
             ifeval_path=self.ifeval.text(),
+            task_file=self.task_file.text(),
             fixed_on=self.fixed_on.currentData() if self.picker.kind == "oracle-fixed" else None,
         )
 
@@ -342,10 +347,12 @@ class RunView(JobView):
         self.engine.setVisible(self.server.value() == "managed")
         self.url_box.setVisible(self.server.value() == "url")
         self.ifeval_field.setVisible(self.suite_buttons["ifeval"].isChecked())
+        self.task_file_field.setVisible(self.suite_buttons["tasks"].isChecked())
         self.variants.setEnabled(self.suite_buttons["hv-qa"].isChecked())
         self.command.setText(self.launch().command())
         self._size_timer.start()
         self.url_field.set_error(None)
+        self.task_file_field.set_error(None)
         self.suites_error.hide()
 
     # ------------------------------------------------------------------ running
@@ -365,6 +372,8 @@ class RunView(JobView):
         except RequestError as exc:
             if exc.field == "base_url":
                 self.url_field.set_error(exc.message)
+            elif exc.field == "task_file":
+                self.task_file_field.set_error(exc.message)
             elif exc.field == "suites":
                 self.suites_error.setText(exc.message)
                 self.suites_error.show()
