@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from core.store import Store
 
 SUITE_CHOICES: tuple[tuple[str, str, str], ...] = (
-    ("ls-qa", "Live-Stream QA", "test tasks under the original harness"),
-    ("hv-qa", "Harness-Variant QA", "the same tasks under held-out HSA variants"),
+    ("ls-qa", "LS-QA", "Live-Stream QA: test tasks under the original harness"),
+    ("hv-qa", "HV-QA", "Harness-Variant QA: the same tasks under held-out HSA variants"),
     ("robustness", "Robustness", "faults and distractor tools"),
     ("ifeval", "IFEval", "instruction following, official checkers"),
     ("tasks", "Your tasks", "a task file (JSONL): its test split under the harness version"),

@@ -160,10 +160,11 @@ class RunView(JobView):
 
         fl.addSpacing(4)
         fl.addWidget(label("Suites", "SectionTitle"))
-        suites = QHBoxLayout()
-        suites.setSpacing(6)
+        suites = QGridLayout()  # three a row: five toggles do not fit the minimum width
+        suites.setHorizontalSpacing(6)
+        suites.setVerticalSpacing(6)
         self.suite_buttons: dict[str, QToolButton] = {}
-        for key, title, hint in SUITE_CHOICES:
+        for index, (key, title, hint) in enumerate(SUITE_CHOICES):
             b = QToolButton()
             b.setObjectName("Toggle")
             b.setText(title)
@@ -173,8 +174,8 @@ class RunView(JobView):
             b.setCursor(Qt.CursorShape.PointingHandCursor)
             b.toggled.connect(lambda _on: self._update())
             self.suite_buttons[key] = b
-            suites.addWidget(b)
-        suites.addStretch(1)
+            suites.addWidget(b, index // 3, index % 3)
+        suites.setColumnStretch(3, 1)
         fl.addLayout(suites)
         self.suites_error = label("", "FieldError", wrap=True)
         self.suites_error.hide()
