@@ -215,14 +215,25 @@ def preview_tools(text: str, harness: Harness, file: str = PASTED) -> ToolPrevie
             tools_from_data(data, file)
         except HarnessError as exc:
             out.problems += [problem_text(p, file) for p in exc.problems]
-        by_file = {f"tools/{r.name}.json": r for r in out.rows}
-        for p in _whole_problems(harness, "tools", out.tools):
-            row = by_file.get(p.file)
-            if row is not None:
-                row.problems.append(problem_text(p, p.file))
-            else:
-                out.problems.append(problem_text(p))
+        _place_problems(
+            _whole_problems(harness, "tools", out.tools),
+            {f"tools/{r.name}.json": r.problems for r in out.rows},
+            out.problems,
+        )
     return out
+
+
+def _place_problems(
+    problems: list[Problem], by_file: dict[str, list[str]], general: list[str]
+) -> None:
+    """Each whole-harness problem on the row of the file it names, else with the general
+    ones (tools and hooks previews alike)."""
+    for p in problems:
+        row = by_file.get(p.file)
+        if row is not None:
+            row.append(problem_text(p, p.file))
+        else:
+            general.append(problem_text(p))
 
 
 def tools_snapshot(doc: HarnessDocument, preview: ToolPreview) -> Snapshot:
@@ -338,13 +349,11 @@ def preview_hooks(text: str, harness: Harness, file: str = PASTED) -> HookPrevie
             )
         out.rows.append(row)
     if out.rows and not any(r.problems for r in out.rows):
-        by_file = {f"hooks/{r.name}.yaml": r for r in out.rows}
-        for p in _whole_problems(harness, "hooks", out.hooks):
-            row = by_file.get(p.file)
-            if row is not None:
-                row.problems.append(problem_text(p, p.file))
-            else:
-                out.problems.append(problem_text(p))
+        _place_problems(
+            _whole_problems(harness, "hooks", out.hooks),
+            {f"hooks/{r.name}.yaml": r.problems for r in out.rows},
+            out.problems,
+        )
     return out
 
 
