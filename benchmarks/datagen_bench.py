@@ -24,11 +24,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.datagen import GenerateConfig, Teacher, generate
+from core.episode.gold import gold_trajectory
 from core.harness.demo import load_demo_harness
 from core.sim.catalog import load_catalog
 from core.sim.graders import grade
 from core.sim.models import Split
-from core.sim.oracle import gold_trajectory, task_harness
+from core.sim.oracle import task_harness
 from core.sim.tasks import generate_tasks, load_suite
 
 

@@ -70,6 +70,7 @@ def one(store: Any, version: str, args: argparse.Namespace, engine: str, conc: i
         "items_per_min": round(60 * len(rows) / wall, 2),
         "scores": {r.task_id: r.score for r in rows},
         "status": str(run.status),
+        "reason": getattr(run, "reason", None),
     }
 
 
@@ -80,6 +81,12 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--harness", choices=("full", "lite", "focus"), default="full")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--old-from",
+        type=Path,
+        help="take the old path's result from this earlier --out file (same items) instead of "
+        "running it again: the old path is the slow half",
+    )
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="hat-eval-paths-"))
     os.environ["HAT_HOME"] = str(home)
@@ -90,10 +97,16 @@ def main() -> None:
     add_demo(store)
     version = harness_version(store, args.harness)
     load = os.getloadavg()
-    old = one(store, version, args, "transformers", 1)
+    if args.old_from is not None:
+        old = json.loads(args.old_from.read_text(encoding="utf-8"))["old"]
+    else:
+        old = one(store, version, args, "transformers", 1)
     print(f"old: transformers serve, 1 in flight: {old['wall_s']} s, {old['items_per_min']}/min")
     new = one(store, version, args, "vllm", args.concurrency)
     print(f"new: vLLM, {args.concurrency} in flight: {new['wall_s']} s, {new['items_per_min']}/min")
+    if new["status"] != "done" or old["status"] != "done":
+        print(f"a side did not finish: old {old['status']} {old.get('reason')}, "
+              f"new {new['status']} {new.get('reason')}")  # fmt: skip
     same = sum(old["scores"].get(k) == v for k, v in new["scores"].items())
     ratio = new["items_per_min"] / old["items_per_min"]
     print(f"ratio new / old: {ratio:.1f} (goal >= 10); same score on {same}/{new['items']} items; "

@@ -36,7 +36,7 @@
 call, over `--pairs` seeds, its own rng as `sample_variant` draws it). `--profile` runs
 `sample_variant` of the last policy under cProfile: the functions with the most self time,
 self time by module (the standard library, pydantic, each project module), the cumulative
-share of the rename machinery (`core.hsa.text._apply_renames`) — whether the time is in a few
+share of the rename machinery (`core.hsa.renames._apply_renames`) — whether the time is in a few
 places or spread thin — and each transform's cumulative share inside the policy's variants
 (which transforms a faster design should start with).
 
@@ -63,6 +63,7 @@ os.environ.setdefault("RAYON_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from core.episode.gold import gold_trajectory
 from core.harness.demo import load_demo_harness
 from core.harness.models import Harness
 from core.harness.render import format_tool_call, render_system_prompt
@@ -72,7 +73,6 @@ from core.hsa.transform import Dimension, Skip, Transform, load_bank, transforms
 from core.runtime.trajectory import Trajectory
 from core.sim.catalog import load_catalog
 from core.sim.models import Split
-from core.sim.oracle import gold_trajectory
 from core.sim.tasks import generate_tasks
 
 
@@ -283,7 +283,7 @@ def profile_sampling(harness: Harness, policy: Policy, n: int, top: int = 12) ->
             module = "python (stdlib and builtins)"
         modules[module] = modules.get(module, 0.0) + self_time
         functions.append((self_time, calls, f"{module}:{line} {name}"))
-        if module == "core/hsa/text.py" and name == "_apply_renames":
+        if module == "core/hsa/renames.py" and name == "_apply_renames":
             renames = cumulative
         if (file, line, name) in codes:
             by_transform[codes[file, line, name].name] = cumulative

@@ -33,11 +33,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from core.episode.play import play
 from core.eval.planning import stratified, suite_tasks
 from core.harness.demo import load_demo_harness
 from core.runtime.trace import Trace
+from core.serving.judge import http_judge
 from core.sim.catalog import load_catalog
-from core.sim.episode import play
 from core.sim.graders import grade
 from core.sim.judge import LLMJudge
 from core.sim.oracle import OracleClient, task_harness
@@ -170,7 +171,7 @@ def main() -> None:
         server.start()
         url, model = server.base_url, server.model_id
     assert url is not None and model is not None
-    judge = LLMJudge(url, model, samples=args.samples, temperature=0.7)
+    judge = http_judge(url, model, samples=args.samples, temperature=0.7)
     load = os.getloadavg()[0]
     try:
         result = asyncio.run(measure(judge, args.tasks, args.concurrency))

@@ -4,12 +4,12 @@ One executable plays three parts, chosen before anything heavy is imported:
 
 * `hat-studio [--home F] [--theme T] [--smoke]`: the desktop application (studio.app.main);
 * `hat ...` (a symlink named `hat` next to the executable; build.sh makes it): the command line;
-* `hat-studio [-I] -c CODE ...` / `hat-studio -m core.cli.main ...`: what core starts with
-  `sys.executable` as if it were a Python (Python hooks run `sys.executable -I -c RUNNER`; `hat
-  train pipeline --detach` runs `sys.executable -m core.cli.main`). Inside the bundle
+* `hat-studio [-I] -c CODE ...` / `hat-studio -m core.train.orchestrate ...`: what core starts
+  with `sys.executable` as if it were a Python (Python hooks run `sys.executable -I -c RUNNER`;
+  a detached pipeline runs `sys.executable -m core.train.orchestrate`). Inside the bundle
   `sys.executable` is this program, so it answers those the way Python would. Modules outside
   the bundle (`python -m training`, `transformers serve`) are refused with a message that says
-  where they run instead: the training environment (core/doctor/pythons.py).
+  where they run instead: the training environment (core/pythons.py).
 
 Before the studio or the CLI starts, the training/serving interpreters are chosen
 (`apply_packaged_defaults`): $HAT_TRAINING_PYTHON / $HAT_TRANSFORMERS_PYTHON when set, else
@@ -40,7 +40,7 @@ def _apply_defaults(argv: list[str]) -> None:
     from pathlib import Path
 
     from core.doctor.local import default_home
-    from core.doctor.pythons import apply_packaged_defaults, is_packaged
+    from core.pythons import apply_packaged_defaults, is_packaged
 
     if not is_packaged():
         return

@@ -304,7 +304,7 @@ def data_screens(win, wait, idle, grab) -> None:  # type: ignore[no-untyped-def]
 def evaluate_screens(win, wait, idle, grab) -> None:  # type: ignore[no-untyped-def]
     """Evaluate's three tabs: a finished oracle run, the impact gate of a tool rename with its
     first broken task open, and the results of the fixed oracle on all three suites."""
-    from core.hsa.text import Renames, apply_renames
+    from core.hsa.renames import Renames, apply_renames
 
     store = win.ctx.store
     name = win.ctx.session.doc.harness.name

@@ -8,6 +8,7 @@ is on screen. Pages fill in when `StudioContext.opened` fires.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,16 @@ NAV = (
     ("chat", "Chat", "chat"),
     ("runs", "Runs", "runs"),
 )
+SUBTITLES = {
+    "harness": "Opening the workspace…",
+    "variants": "Harness-State Augmentation preview",
+    "data": "Tasks, trajectories and teacher generation",
+    "train": "HSA-SFT, on-policy distillation and HSA-RL",
+    "evaluate": "Suites, variant robustness and harness-change impact",
+    "chat": "Talk to the served model through the agent loop",
+    "runs": "Every job in this workspace",
+}
+"""What a page's skeleton says under its title until the page is built."""
 
 
 FIRST_LAUNCH_HINT = (
@@ -105,7 +116,7 @@ class MainWindow(QMainWindow):
         row.addWidget(self.pages, 1)
         self.setCentralWidget(central)
         self.page_widgets: dict[str, QWidget] = {}
-        self._factories: dict[str, Any] = {}
+        self._factories: dict[str, Callable[[], QWidget]] = {}
         self._build_pages()
         self._build_status()
         self._build_actions()
@@ -238,47 +249,57 @@ class MainWindow(QMainWindow):
         """Pages start as light skeletons (a header); each is built the first time it is
         shown, the current one right after the first paint. That keeps the editors' imports
         (pydantic models, jsonschema, the agent loop) and hundreds of widgets off the path to
-        the first frame."""
-        from studio.pages.placeholder import PLANNED
+        the first frame: each factory imports its page when it is called."""
+        ctx = self.ctx
 
         def harness() -> QWidget:
             from studio.pages.harness_page import HarnessPage
 
-            return HarnessPage(self.ctx)
+            return HarnessPage(ctx)
 
         def variants() -> QWidget:
             from studio.pages.variants_page import VariantsPage
 
-            return VariantsPage(self.ctx)
+            return VariantsPage(ctx)
 
-        self._factories = {"harness": harness, "variants": variants}
-        titles = {
-            "harness": ("Harness", "Opening the workspace…"),
-            "variants": ("Variants", "Harness-State Augmentation preview"),
+        def data() -> QWidget:
+            from studio.pages.data_page import DataPage
+
+            return DataPage(ctx)
+
+        def train() -> QWidget:
+            from studio.pages.train_page import TrainPage
+
+            return TrainPage(ctx)
+
+        def evaluate() -> QWidget:
+            from studio.pages.evaluate_page import EvaluatePage
+
+            return EvaluatePage(ctx)
+
+        def chat() -> QWidget:
+            from studio.pages.chat_page import ChatPage
+
+            return ChatPage(ctx)
+
+        def runs() -> QWidget:
+            from studio.pages.runs_page import RunsPage
+
+            return RunsPage(ctx)
+
+        self._factories = {
+            "harness": harness,
+            "variants": variants,
+            "data": data,
+            "train": train,
+            "evaluate": evaluate,
+            "chat": chat,
+            "runs": runs,
         }
-        for planned in PLANNED:
-            self._factories[planned.key] = lambda p=planned: self._built_page(p)
-            titles[planned.key] = (planned.title, planned.subtitle)
-        for key, _title, _icon in NAV:
-            skeleton = _Skeleton(*titles[key])
+        for key, title, _icon in NAV:
+            skeleton = _Skeleton(title, SUBTITLES[key])
             self.page_widgets[key] = skeleton
             self.pages.addWidget(skeleton)
-
-    def _built_page(self, planned: Any) -> QWidget:
-        """The page module `studio.pages.<key>_page` when it exists (its class takes the
-        context), else the description of what the page will do."""
-        import importlib
-        import importlib.util
-
-        from studio.pages.placeholder import PlaceholderPage
-
-        name = f"studio.pages.{planned.key}_page"
-        if importlib.util.find_spec(name) is None:
-            return PlaceholderPage(planned)
-        module = importlib.import_module(name)
-        page_class = getattr(module, f"{planned.key.capitalize()}Page")
-        widget: QWidget = page_class(self.ctx)
-        return widget
 
     def page(self, key: str) -> Any:
         """The page `key`, built now if it is still a skeleton."""

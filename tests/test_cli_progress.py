@@ -25,8 +25,8 @@ def test_a_line_every_n_items_with_rate_and_eta() -> None:
         clock.now = done * 0.5
         lines.update(done, 100)
     text = out.export_text().splitlines()
-    assert text[0] == "eval: 25/100 (25%) · 2.00 items/s · ETA 38s"
-    assert len(text) == 4 and text[-1] == "eval: 100/100 (100%) · 2.00 items/s · done in 50s"
+    assert text[0] == "eval: 25/100 (25%) · 2.00 items/s · ETA 38 s"
+    assert len(text) == 4 and text[-1] == "eval: 100/100 (100%) · 2.00 items/s · done in 50 s"
 
 
 def test_a_line_every_n_seconds_when_items_are_slow() -> None:
@@ -39,8 +39,8 @@ def test_a_line_every_n_seconds_when_items_are_slow() -> None:
         clock.now = done * 20.0
         lines.update(done, 10, last="task.x: pass")
     text = out.export_text().splitlines()
-    assert text[0].startswith("gen: 2/10 (20%) · 0.05 items/s · ETA 2m40s · last task.x")
-    assert len(text) == 5 and "done in 3m20s" in text[-1]
+    assert text[0].startswith("gen: 2/10 (20%) · 0.05 items/s · ETA 0:02:40 · last task.x")
+    assert len(text) == 5 and "done in 0:03:20" in text[-1]
 
 
 def test_eval_progress_without_a_terminal_prints_lines(capsys: pytest.CaptureFixture[str]) -> None:

@@ -35,14 +35,16 @@ from core.datagen import (
     keep_whole,
     variant_seed,
 )
+from core.episode.gold import gold_trajectory
 from core.harness.demo import load_demo_harness
 from core.harness.models import Harness, ToolProtocol
 from core.runtime import ModelError, ModelReply
 from core.runtime.client import ChatClient, DeltaCallback, Message
+from core.serving.judge import http_judge
 from core.sim.catalog import load_catalog
-from core.sim.judge import LLMJudge, grade_with_judge, majority, parse_vote
+from core.sim.judge import grade_with_judge, majority, parse_vote
 from core.sim.models import Catalog, Split, Task
-from core.sim.oracle import OracleClient, gold_trajectory
+from core.sim.oracle import OracleClient
 from core.sim.tasks import generate_tasks, load_suite
 
 
@@ -528,7 +530,7 @@ def test_judge_majority_over_a_fake_server(
 
     async def go() -> Any:
         trace = await gold_trajectory(task, demo, catalog)
-        judge = LLMJudge(url, "judge", max_retries=0, timeout_s=5)
+        judge = http_judge(url, "judge", max_retries=0, timeout_s=5)
         try:
             return await grade_with_judge(task, trace, demo, catalog, judge)
         finally:

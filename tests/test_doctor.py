@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from core import pythons
 from core.cli.main import app
-from core.doctor import GIB, DoctorOptions, Report, Status, pythons
+from core.doctor import GIB, DoctorOptions, Report, Status
 from core.doctor.checks import migrate_database, run_doctor
 from core.doctor.envs import gpu_result
 from core.doctor.local import check_database, check_home, schema_state
@@ -361,20 +362,26 @@ def test_full_import_probe_of_the_project_environment(
 
 
 @pytest.mark.parametrize(
-    "env",
+    ("env", "transformers", "vllm"),
     [
-        {},
-        {"HAT_TRAINING_PYTHON": "/opt/t/python"},
-        {"HAT_TRANSFORMERS_PYTHON": "/opt/s/python"},
-        {"HAT_VLLM_VENV": "/opt/vv"},
-        {"HAT_VLLM_PYTHON": "/opt/v/python", "HAT_VLLM_VENV": "/opt/vv"},
+        ({}, None, None),
+        ({"HAT_TRAINING_PYTHON": "/opt/t/python"}, None, None),
+        ({"HAT_TRANSFORMERS_PYTHON": "/opt/s/python"}, "/opt/s/python", None),
+        ({"HAT_VLLM_VENV": "/opt/vv"}, None, "/opt/vv/bin/python"),
+        ({"HAT_VLLM_PYTHON": "/opt/v/python", "HAT_VLLM_VENV": "/opt/vv"}, None, "/opt/v/python"),
     ],
 )
-def test_interpreter_rules_match_the_launchers(
-    hat_home: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str]
+def test_the_launchers_follow_the_interpreter_rules(
+    hat_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    env: dict[str, str],
+    transformers: str | None,
+    vllm: str | None,
 ) -> None:
-    """The doctor restates the serving launcher's interpreter rules (to stay light); they
-    must agree. (Training and GGUF import use `pythons.training_python` itself.)"""
+    """What the serving launcher starts is what `hat doctor` reports (both ask
+    `core.pythons`): an explicit variable wins; without one, transformers serve runs on this
+    interpreter and vLLM on the first environment that exists (the repository's .venv-vllm,
+    then <home>/envs/vllm), or is reported missing at the repository's."""
     from core.serving.engines import default_python
 
     for var in ("HAT_TRAINING_PYTHON", "HAT_TRANSFORMERS_PYTHON", "HAT_VLLM_PYTHON"):
@@ -382,8 +389,13 @@ def test_interpreter_rules_match_the_launchers(
     monkeypatch.delenv("HAT_VLLM_VENV", raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    assert pythons.transformers_python() == default_python("transformers")
+    assert default_python("transformers") == (transformers or sys.executable)
+    repo_vllm = pythons.env_python(pythons.project_root() / ".venv-vllm")
+    home_vllm = pythons.env_python(hat_home / "envs" / "vllm")
+    found = next((p for p in (repo_vllm, home_vllm) if p.exists()), repo_vllm)
+    assert default_python("vllm") == (vllm or str(found))
     assert str(pythons.vllm_python(hat_home)[0]) == default_python("vllm")
+    assert pythons.vllm_python(hat_home)[1] is (vllm is not None)
 
 
 def test_a_packaged_app_keeps_its_folder_off_the_training_childs_path(

@@ -1,4 +1,5 @@
-"""How the studio and the CLI write a duration: seconds under a minute, h:mm:ss from there."""
+"""How the studio and the CLI write a duration (core/durations.py): seconds under a minute,
+h:mm:ss from there."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.train.monitor import format_duration
+from core.durations import format_duration
 
 
 def test_short_jobs_read_in_seconds_and_long_ones_as_a_clock() -> None:

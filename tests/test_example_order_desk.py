@@ -105,8 +105,8 @@ def test_hsa_preview_verifies_a_variant_on_a_task_file_gold() -> None:
 def test_the_chat_lane_calls_the_python_and_mcp_tools() -> None:
     """A scripted model stands in for the served one here (what it writes is fixed, so the
     test is about the tools); the served model's run is the slow test below."""
-    from core.serving.chat_lane import ChatLane
-    from core.serving.chat_server import Endpoint
+    from studio.logic.chat_lane import ChatLane
+    from studio.logic.chat_server import Endpoint
 
     harness = import_folder(FOLDER, trust_python_hooks=True)
     turns = [
@@ -168,9 +168,9 @@ def test_a_model_teacher_generates_data_and_the_served_model_is_evaluated(
     assert "tasks" in report
 
     # chat: the served model through the agent loop, with the harness's own tools bound
-    from core.serving.chat_lane import ChatLane
-    from core.serving.chat_server import Endpoint
     from core.serving.client import GenerationOptions
+    from studio.logic.chat_lane import ChatLane
+    from studio.logic.chat_server import Endpoint
 
     lane = ChatLane("A", import_folder(FOLDER, trust_python_hooks=True))
     endpoint = Endpoint(transformers_server.base_url, transformers_server.model_id)

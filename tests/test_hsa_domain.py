@@ -40,7 +40,8 @@ from core.hsa.banks import BankError, layer_bank, read_bank_file
 from core.hsa.distractors import BINDING_PREFIX, RESULT_KEY, register_distractors
 from core.hsa.domain import LIVE_ROOM, OWN, harness_domain
 from core.hsa.policy import Policy, Strength, sample_variant, transform_rng
-from core.hsa.text import Renames, apply_renames, follow_title, stale_references
+from core.hsa.references import stale_references
+from core.hsa.renames import Renames, apply_renames, follow_title
 from core.hsa.transform import BankName, Skip, load_bank, transforms
 from core.runtime.bindings import Bindings, ToolContext
 from core.sim.distractors import is_distractor

@@ -46,6 +46,7 @@ from typing import Any
 
 import pytest
 
+from core.episode.gold import gold_trajectory
 from core.harness.demo import load_demo_harness
 from core.harness.folder import (
     HARNESS_FILE,
@@ -69,7 +70,7 @@ from core.runtime.trajectory import Trajectory
 from core.sim.catalog import load_catalog
 from core.sim.graders import grade
 from core.sim.models import Catalog, Split, Task
-from core.sim.oracle import gold_trajectory, room_bindings, task_harness
+from core.sim.oracle import room_bindings, task_harness
 from core.sim.room import LiveRoom
 from core.sim.tasks import generate_tasks, robustness_tasks
 

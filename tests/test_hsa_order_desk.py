@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from core.episode.gold import gold_trace
+from core.episode.play import own_bindings
 from core.harness.folder import folder_files, import_folder
 from core.harness.models import Harness, ToolProtocol
 from core.harness.render import render_system_prompt
@@ -43,8 +45,6 @@ from core.runtime.loop import AgentLoop
 from core.runtime.tool_runtime import ToolRuntime
 from core.runtime.trace import Decision, HookStep, ToolCallStep, Trace
 from core.runtime.trajectory import Trajectory
-from core.sim.episode import own_bindings
-from core.taskfile.gold import gold_trace
 from core.taskfile.grading import grade_own
 from core.taskfile.models import OwnTask, load_task_file
 

@@ -10,6 +10,7 @@ from functools import cache
 import pytest
 
 from core.datagen.variants import get_sampler
+from core.episode.gold import gold_trajectory
 from core.harness.demo import load_demo_harness
 from core.harness.folder import export_folder, import_folder
 from core.harness.models import Harness
@@ -24,7 +25,7 @@ from core.runtime.trace import HookStep, Trace
 from core.runtime.trajectory import AssistantTurn, ToolCall, Trajectory
 from core.sim.catalog import load_catalog
 from core.sim.models import Catalog, Split, Task
-from core.sim.oracle import gold_trajectory, room_bindings
+from core.sim.oracle import room_bindings
 from core.sim.room import LiveRoom
 from core.sim.tasks import generate_tasks
 

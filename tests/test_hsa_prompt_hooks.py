@@ -9,6 +9,7 @@ from functools import cache
 
 import pytest
 
+from core.episode.gold import gold_trajectory
 from core.harness.demo import load_demo_harness
 from core.harness.models import Harness, HookKind, PromptStyle, ReminderRole, SectionKind
 from core.harness.render import render_system_prompt
@@ -20,7 +21,8 @@ from core.runtime.loop import AgentLoop
 from core.runtime.trajectory import AssistantTurn
 from core.sim.catalog import load_catalog
 from core.sim.models import Split
-from core.sim.oracle import gold_trajectory, reply_limits, room_bindings
+from core.sim.oracle import room_bindings
+from core.sim.reply import reply_limits
 from core.sim.room import LiveRoom
 from core.sim.tasks import generate_tasks
 

@@ -25,30 +25,25 @@ from typing import Any
 
 import pytest
 
+from core.episode.gold import gold_trajectory
 from core.harness.checks import cross_check
 from core.harness.demo import load_demo_harness
 from core.harness.folder import export_folder, folder_files, import_folder
 from core.harness.models import SKILL_NAME_RE, TOOL_NAME_RE, Harness, HookEvent, HookKind
 from core.harness.schema import argument_errors
 from core.hsa.mapping import MappingChain, SurfaceMapping
-from core.hsa.text import (
-    ROLE_KEY,
-    Renamer,
-    Renames,
-    apply_renames,
-    is_identifier_like,
-    list_blocks,
-    rename_or_skip,
-    replace_phrases,
-    stale_references,
-)
+from core.hsa.markdown_lists import list_blocks
+from core.hsa.phrases import replace_phrases
+from core.hsa.references import ROLE_KEY, Renamer, is_identifier_like, stale_references
+from core.hsa.renames import Renames, apply_renames
 from core.hsa.transform import Bank, BankName, Dimension, Skip, Transform, load_bank, transforms
+from core.hsa.transforms.common import rename_or_skip
 from core.runtime.hooks import HookInput, check_declarative, hooks_for
 from core.runtime.trajectory import AssistantTurn, ToolCall, Trajectory
 from core.sim.catalog import load_catalog
 from core.sim.graders import grade
 from core.sim.models import Catalog, Split, Task
-from core.sim.oracle import gold_trajectory, task_harness
+from core.sim.oracle import task_harness
 from core.sim.surface import ROLES
 from core.sim.tasks import generate_tasks
 
@@ -466,7 +461,7 @@ def _word(text: str) -> re.Pattern[str]:
 
 
 def _styled_forms(text: str) -> set[str]:
-    from core.hsa.text import case_style, name_words
+    from core.hsa.names import case_style, name_words
 
     out = {text}
     if re.fullmatch(r"[A-Za-z0-9_-]+", text):

@@ -20,15 +20,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.episode.gold import gold_trajectory
 from core.harness.models import Harness, SkillKind
 from core.hsa.augment import augment_variant
 from core.hsa.mapping import MappingChain
+from core.hsa.names import tagged_name
 from core.hsa.policy import Policy
-from core.hsa.text import Renames, apply_renames, tagged_name, used_names
+from core.hsa.references import used_names
+from core.hsa.renames import Renames, apply_renames
 from core.hsa.transform import BankName, Dimension, Skip, load_bank, transforms
 from core.runtime.trajectory import AssistantTurn, ToolCall, Trajectory
 from core.sim.graders import grade
-from core.sim.oracle import gold_trajectory, task_harness
+from core.sim.oracle import task_harness
 from core.sim.room import LiveRoom
 from core.sim.surface import HarnessSurface
 from tests.test_hsa_skills import (

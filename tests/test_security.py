@@ -456,11 +456,13 @@ def test_graders_and_oracle_bound_the_harness_patterns_too() -> None:
     """Item 5's class beyond the hooks: the simulator's graders and the oracle read the same
     forbidden-claim patterns. Before, they compiled them with plain `re`, and a backtracking
     pattern held grading (and oracle data generation) for as long as it took: minutes here."""
+    from core.episode.play import play
     from core.sim.catalog import load_catalog
-    from core.sim.episode import play
+    from core.sim.conversation import Conversation
     from core.sim.graders import grade
     from core.sim.models import Split
-    from core.sim.oracle import Composer, Conversation, OracleClient
+    from core.sim.oracle import OracleClient
+    from core.sim.reply import Composer
     from core.sim.tasks import generate_tasks
 
     catalog = load_catalog()
@@ -474,7 +476,9 @@ def test_graders_and_oracle_bound_the_harness_patterns_too() -> None:
     bad_reply = played.trace.model_copy(update={"final_reply": "a" * 40 + "b"})
     start = time.monotonic()
     grades = grade(task, bad_reply, live, catalog)
-    composer = Composer(OracleClient(task, live, catalog), Conversation(task.viewer_message))
+    oracle = OracleClient(task, live, catalog)
+    conv = Conversation(task.viewer_message)
+    composer = Composer(conv, catalog, oracle.plan, oracle.limits, oracle.surface)
     allowed = composer.allowed("a" * 40 + "b")
     assert time.monotonic() - start < 10.0
     assert grades.accuracy.score == 0

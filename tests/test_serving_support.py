@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 
 from core.models import ModelRecord, add_demo
-from core.serving.engines import vllm_python_candidates
+from core.paths import home as hat_home
+from core.pythons import vllm_candidates
 from core.store import Store
 
 CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -71,7 +72,7 @@ def demo_model() -> DemoModel:
 
 def vllm_python() -> Path | None:
     """The vLLM environment's interpreter, or None when none exists."""
-    return next((p for p in vllm_python_candidates() if p.exists()), None)
+    return next((p for p in vllm_candidates(hat_home()) if p.exists()), None)
 
 
 def require_vllm() -> Path:

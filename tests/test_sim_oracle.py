@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from core.episode.gold import gold_trajectory
 from core.harness.demo import load_demo_harness
 from core.harness.models import Harness, HookEvent, HookKind, ToolProtocol
 from core.runtime import HookStep, ReplyStep, ToolCallStep, Trace
@@ -24,7 +25,7 @@ from core.sim.catalog import load_catalog
 from core.sim.expect import plan_task
 from core.sim.graders import grade
 from core.sim.models import Catalog, FaultKind, FaultSpec, Task
-from core.sim.oracle import gold_trajectory, task_harness
+from core.sim.oracle import task_harness
 from core.sim.surface import ROLE_METADATA_KEY, HarnessSurface
 from core.sim.tasks import load_suite
 

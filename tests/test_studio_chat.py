@@ -1,12 +1,12 @@
 """The studio's Chat page and the Qt-free pieces behind it.
 
 Fast tests (no model server):
-- `core.serving.chat_cards`: the cards and the latency row of a real agent request (the real
+- `studio.logic.chat_cards`: the cards and the latency row of a real agent request (the real
   loop, the real simulated room; the model is a `ScriptedClient`, the test double the runtime
   tests use, because here only the mapping from steps to cards is under test);
-- `core.serving.viewer_stream`: presets cover every task category; the live-room replay keeps
+- `studio.logic.viewer_stream`: presets cover every task category; the live-room replay keeps
   arrival order, never answers two messages at once, and counts waiting times (hypothesis);
-- `core.serving.chat_server` and the server card: a URL that answers nothing, a missing engine
+- `studio.logic.chat_server` and the server card: a URL that answers nothing, a missing engine
   interpreter and a port already taken are reported with their cause, on the card.
 
 The page's A/B over two servers and its live-room replay are also driven fast, with scripted
@@ -47,25 +47,25 @@ from core.harness.demo import load_demo_harness
 from core.harness.models import Harness
 from core.runtime.client import AssistantTurn, ScriptedClient
 from core.runtime.trajectory import ToolCall
-from core.serving.chat_cards import cards_for_trace, reply_latency, session_summary
-from core.serving.chat_lane import ChatLane, harness_choices
-from core.serving.chat_server import (
+from core.sim.models import Split, TaskCategory
+from core.sim.tasks import generate_tasks
+from core.store import Store
+from studio.logic.chat_cards import cards_for_trace, reply_latency, session_summary
+from studio.logic.chat_lane import ChatLane, harness_choices
+from studio.logic.chat_server import (
     ChatServer,
     ChatServerError,
     Endpoint,
     ServerRequest,
     describe_exit,
 )
-from core.serving.viewer_stream import (
+from studio.logic.viewer_stream import (
     ReplaySchedule,
     ViewerPreset,
     live_stream,
     room_bindings,
     viewer_presets,
 )
-from core.sim.models import Split, TaskCategory
-from core.sim.tasks import generate_tasks
-from core.store import Store
 
 SCREENSHOTS = os.environ.get("HAT_CHAT_SCREENSHOTS")
 
@@ -327,7 +327,8 @@ def test_chat_server_reports_causes(tmp_path: Path) -> None:
             server.start(store, ServerRequest("transformers", model="nope"))
         assert err.value.problem.kind == "registry" and "nope" in err.value.problem.message
     assert not server.alive and server.endpoint is None
-    assert describe_exit(-9) == "killed by SIGKILL" and describe_exit(3) == "exit status 3"
+    assert describe_exit(-9).startswith("killed by SIGKILL (the out-of-memory killer")
+    assert describe_exit(3) == "exit status 3" and describe_exit(-15) == "killed by SIGTERM"
 
 
 # ----------------------------------------------------------------------------- the page

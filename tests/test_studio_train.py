@@ -182,9 +182,9 @@ def test_a_removed_run_folder_replays_from_the_store(hat_home: Path) -> None:
 
 
 def test_a_pipeline_runs_in_its_own_detached_process(hat_home: Path, tmp_path: Path) -> None:
-    """The real orchestrator (`hat train resume <id>`), given a stage that cannot start (an
-    unknown model name passes the form but not the registry): the pipeline ends failed with
-    that stage's reason, in the workspace it was launched for."""
+    """The real orchestrator (`python -m core.train.orchestrate <id>`), given a stage that
+    cannot start (an unknown model name passes the form but not the registry): the pipeline
+    ends failed with that stage's reason, in the workspace it was launched for."""
     from core.train.config import detect_environment, parse_pipeline
     from core.train.launcher import launch_pipeline
 

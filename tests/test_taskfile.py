@@ -21,7 +21,7 @@ from core.runtime.bindings import Bindings
 from core.runtime.client import ScriptedClient
 from core.runtime.loop import AgentLoop
 from core.runtime.trajectory import AssistantTurn, ToolCall
-from core.sim.judge import LLMJudge
+from core.serving.judge import http_judge
 from core.taskfile.grading import grade_own, states
 from core.taskfile.judge import JudgeUnavailable, check_judge, load_prompt, prompt_text
 from core.taskfile.models import (
@@ -285,7 +285,7 @@ def test_the_judge_prompt_is_a_versioned_file_and_bad_prompts_are_refused() -> N
 
 
 def test_a_judge_that_is_down_is_named_before_anything_runs() -> None:
-    judge = LLMJudge("http://127.0.0.1:9/v1", "judge-model")
+    judge = http_judge("http://127.0.0.1:9/v1", "judge-model")
     with pytest.raises(
         JudgeUnavailable, match=r"the judge at http://127.0.0.1:9/v1 does not answer"
     ):

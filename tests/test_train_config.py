@@ -362,10 +362,8 @@ def rl_env() -> object:
     from core.sim.catalog import load_catalog
     from core.sim.models import Split
     from core.sim.tasks import generate_tasks
-    from core.train.config import load_samplers
     from core.train.rl_env import RlEnvironment
 
-    load_samplers()
     tasks = generate_tasks(Split.TRAIN, per_category=1)
     return RlEnvironment(load_demo_harness(), load_catalog(), tasks, sampler="hsa",
                          fault_rate=0.3, turn="any", length_budget=32)  # fmt: skip

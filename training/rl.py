@@ -55,10 +55,8 @@ def groups_needed(config: RlConfig, batch: int, tasks: int) -> int:
 
 def run(config: RlConfig, ctx: StageContext) -> str:
     from core.sim.catalog import load_catalog
-    from core.train.config import load_samplers
     from core.train.rl_env import RewardCache, RlEnvironment, reward_functions
 
-    load_samplers()
     tasks = load_tasks(config)
     if not tasks:
         raise DataError(f"zero tasks in {config.tasks}")

@@ -196,7 +196,7 @@ def chat(
         try:
 
             async def run() -> None:
-                from core.sim.episode import own_bindings
+                from core.episode.play import own_bindings
 
                 async with ToolRuntime(the_harness) as tools:
                     own_bindings(the_harness, tools, bindings)

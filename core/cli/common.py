@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from core.durations import format_duration
 from core.harness import HarnessError
 
 if TYPE_CHECKING:
@@ -126,22 +127,13 @@ class ProgressLines:
             parts[0] += f" ({100 * done // total}%)"
         parts.append(f"{rate:.2f} items/s")
         if total and rate > 0 and not finished:
-            parts.append(f"ETA {_duration((total - done) / rate)}")
+            parts.append(f"ETA {format_duration((total - done) / rate)}")
         elif finished:
-            parts.append(f"done in {_duration(elapsed)}")
+            parts.append(f"done in {format_duration(elapsed)}")
         line = f"{self.label}: {' · '.join(parts)}"
         if last:
             line += f" · last {last}"
         self.out.print(printable(line), markup=False, highlight=False, soft_wrap=True)
-
-
-def _duration(seconds: float) -> str:
-    s = round(seconds)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 console = SafeConsole(highlight=False)

@@ -180,10 +180,10 @@ def generate(
         )
     judge = None
     if judge_url and judge_model:
-        from core.sim.judge import LLMJudge
+        from core.serving.judge import http_judge
         from core.taskfile.judge import JudgeUnavailable, check_judge
 
-        judge = LLMJudge(judge_url, judge_model)
+        judge = http_judge(judge_url, judge_model)
         try:
             asyncio.run(check_judge(judge))
         except JudgeUnavailable as exc:

@@ -80,8 +80,8 @@ def _harness(path: Path | None, trust: bool = False) -> Harness:
 
 def _own_gold(path: Path, task_id: str | None, seed: int, harness: Harness) -> tuple[Any, Trace]:
     """A task-file task (by id, else by seed) and its gold run through the harness's tools."""
+    from core.episode.gold import gold_trace
     from core.runtime.tool_runtime import ToolRuntime, binding_problems
-    from core.taskfile.gold import gold_trace
     from core.taskfile.models import TaskFileError, load_task_file
 
     try:
@@ -269,8 +269,8 @@ def preview(
     if tasks is not None:
         the_task, gold = _own_gold(tasks, task, seed, base)
     else:
+        from core.episode.gold import gold_trajectory
         from core.sim.catalog import load_catalog
-        from core.sim.oracle import gold_trajectory
 
         the_task = _task(task, seed)
         gold = asyncio.run(gold_trajectory(the_task, base, load_catalog(), add_distractors=False))

@@ -25,6 +25,7 @@ from typing import Annotated, Any
 import typer
 
 from core.cli.common import cell, console, err_console, esc, fail, open_store
+from core.durations import format_duration
 from core.train.config import (
     ConfigError,
     Environment,
@@ -99,11 +100,8 @@ def _fmt(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
-def _duration(seconds: Any) -> str:
-    if not isinstance(seconds, int | float):
-        return "?"
-    seconds = int(seconds)
-    return f"{seconds // 3600:d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+def _seconds(value: Any) -> str:
+    return format_duration(value if isinstance(value, int | float) else None)
 
 
 def print_event(event: dict[str, Any]) -> None:
@@ -120,7 +118,7 @@ def print_event(event: dict[str, Any]) -> None:
         for name, value in (event.get("rewards") or {}).items():
             parts.append(f"{name} {_fmt(value, 3)}")
         parts.append(
-            f"elapsed {_duration(event.get('elapsed_s'))} eta {_duration(event.get('eta_s'))}"
+            f"elapsed {_seconds(event.get('elapsed_s'))} eta {_seconds(event.get('eta_s'))}"
         )
         console.print("  " + "  ".join(parts), markup=False, highlight=False)
     elif kind == "checkpoint":
@@ -182,8 +180,8 @@ def _end(run: Any) -> None:
 
 
 def _show(config: StageConfig, env: Environment) -> None:
-    from core.doctor.pythons import training_python
     from core.paths import runs_dir
+    from core.pythons import training_python
     from core.train.runs import new_run_id, show_command
     from core.train.scaleout import stage_command
 
@@ -294,7 +292,7 @@ def pipeline_cmd(
             _show(stage, env)
         return
     if detach:
-        _detach_pipeline(config)
+        _detach_pipeline(pipeline, env)
         return
     with open_store() as store:
         current: dict[str, str] = {}
@@ -316,23 +314,25 @@ def pipeline_cmd(
         _end(run)
 
 
-def _detach_pipeline(config: Path) -> None:
-    import subprocess
-    import sys
+def _detach_pipeline(pipeline: PipelineConfig, env: Environment) -> None:
+    """The pipeline run created here and continued by its detached orchestrator, the same
+    process the studio starts (core/train/orchestrate.py), logging to its run folder."""
+    from core.paths import home
+    from core.train.launcher import launch_pipeline
+    from core.train.pipeline import PIPELINE_LOG
+    from core.train.runs import RunError
 
-    from core.paths import runs_dir
-
-    log = runs_dir() / "pipeline-detached.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as handle:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "core.cli.main", "train", "pipeline", "--config", str(config)],
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    console.print(f"pipeline started in the background (pid {proc.pid}); see hat train list")
+    with open_store() as store:
+        try:
+            run, proc = launch_pipeline(store, pipeline, env, home=home())
+        except (RunError, ConfigError) as exc:
+            fail(str(exc))
+    log = Path(run.run_dir) / PIPELINE_LOG
+    console.print(
+        f"pipeline {run.id} started in the background (pid {proc.pid}); log {log}; "
+        f"follow with: hat train status {run.id}",
+        markup=False,
+    )
 
 
 @app.command("list")

@@ -55,11 +55,11 @@ from typing import IO, TYPE_CHECKING, Any
 from core.datagen.rows import is_hook_retry, keep_whole, prune
 from core.datagen.teacher import ORACLE, TeacherSpec
 from core.datagen.variants import HarnessVariant, VariantSampler, variants_for
+from core.episode.play import play
 from core.harness.models import Harness
 from core.harness.render import tool_specs
 from core.runtime.client import ChatClient
 from core.runtime.trace import Trace
-from core.sim.episode import play
 from core.sim.graders import Grades
 from core.sim.models import Catalog, Task
 from core.sim.oracle import OracleClient, task_harness

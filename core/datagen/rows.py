@@ -24,6 +24,7 @@ exactly one assistant message per successful model call, in order, and every ste
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,7 @@ from core.runtime.trace import (
     ModelCallStep,
     ReplyStep,
     SkillLoadStep,
+    Step,
     ToolCallStep,
     Trace,
 )
@@ -43,21 +45,19 @@ def is_hook_retry(trace: Trace) -> bool:
     return bool(failed_turns(trace))
 
 
-def failed_turns(trace: Trace) -> set[int]:
-    """The 1-based turn numbers of failed turns (see the module doc)."""
+def failed_turns(steps: Trace | Iterable[Step]) -> set[int]:
+    """The 1-based turn numbers of failed turns (see the module doc) among a trace's steps,
+    or among some of them (the RL scorer asks about the steps of one turn)."""
     failed: set[int] = set()
-    for step in trace.steps_of(ModelCallStep):
-        if step.error is None and step.parse_errors:
-            failed.add(step.turn)
-    for reply in trace.steps_of(ReplyStep):
-        if not reply.accepted:
-            failed.add(reply.turn)
     calls: dict[int, list[str | None]] = {}
-    for any_step in trace.steps:
-        if isinstance(any_step, ToolCallStep):
-            calls.setdefault(any_step.turn, []).append(any_step.error_kind)
-        elif isinstance(any_step, SkillLoadStep):
-            calls.setdefault(any_step.turn, []).append(None if any_step.ok else "unknown_skill")
+    for step in steps.steps if isinstance(steps, Trace) else steps:
+        unparsed = isinstance(step, ModelCallStep) and step.error is None and step.parse_errors
+        if unparsed or (isinstance(step, ReplyStep) and not step.accepted):
+            failed.add(step.turn)
+        elif isinstance(step, ToolCallStep):
+            calls.setdefault(step.turn, []).append(step.error_kind)
+        elif isinstance(step, SkillLoadStep):
+            calls.setdefault(step.turn, []).append(None if step.ok else "unknown_skill")
     for turn, kinds in calls.items():
         if kinds and all(k in LOOP_ERRORS for k in kinds):
             failed.add(turn)

@@ -8,10 +8,11 @@ Checks: this Python; the home folder (writable) and its free disk; the database 
 alembic head, or migrations pending); the embedded demo model (registered, folder complete);
 the training environment and `transformers serve` (probed in child processes: core never imports
 torch); the vLLM environment when there is one; the GPU through NVML (CPU-only is information,
-not an error). Also where the packaged app finds its Python environments (`pythons`).
+not an error). Where each Python environment is found is `core.pythons`, which the doctor
+reports and the launchers use.
 
 The package itself imports only the report types, so the packaged app's entry point can use
-`pythons` and `local.default_home` without loading the checks (SQLAlchemy, alembic) at start.
+`local.default_home` without loading the checks (SQLAlchemy, alembic) at start.
 """
 
 from core.doctor.report import GIB, CheckResult, DoctorOptions, Report, Status

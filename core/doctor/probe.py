@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.exits import exit_words
+
 PROBE = r"""
 import importlib, importlib.util, json, sys, time
 from importlib import metadata
@@ -207,7 +209,7 @@ def probe(
     tail = [line for line in done.stderr.strip().splitlines() if line.strip()][-8:]
     answer = _last_json_line(done.stdout)
     if answer is None:
-        why = f"exit status {done.returncode}" if done.returncode else "no answer"
+        why = exit_words(done.returncode) if done.returncode else "no answer"
         return ProbeResult(
             python,
             error=f"{python} could not run the check ({why})"

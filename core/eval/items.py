@@ -169,10 +169,10 @@ def failed_result(
 
 async def _variant_harness(ctx: ItemContext, item: EvalItem, base: Harness) -> Harness:
     """The heldout HSA variant of `base` for an HV-QA item (module doc)."""
+    from core.episode.gold import gold_trajectory
     from core.hsa.augment import augment_prepared, prepare
     from core.hsa.policy import Policy
     from core.sim.models import Task
-    from core.sim.oracle import gold_trajectory
 
     assert isinstance(item.task, Task) and item.variant_seed is not None
     async with ctx.prepare_lock:
@@ -198,7 +198,7 @@ def _client(
 
 
 async def _agent_item(ctx: ItemContext, item: EvalItem) -> Outcome:
-    from core.sim.episode import play
+    from core.episode.play import play
     from core.sim.oracle import task_harness
     from core.sim.surface import HarnessSurface
     from core.taskfile.models import OwnTask

@@ -190,7 +190,7 @@ async def _open_own_world(ctx: ItemContext, world: contextlib.AsyncExitStack) ->
     """The `tasks` suite's world: the harness's tool runtime (every binding must resolve) and
     the judge when some task needs one; the reason the run cannot start, or None."""
     from core.runtime.tool_runtime import ToolRuntime, binding_problems
-    from core.sim.judge import LLMJudge
+    from core.serving.judge import http_judge
     from core.taskfile.judge import JudgeUnavailable, check_judge
 
     problems = binding_problems(ctx.harness)
@@ -200,7 +200,7 @@ async def _open_own_world(ctx: ItemContext, world: contextlib.AsyncExitStack) ->
     ctx.tools = await world.enter_async_context(ToolRuntime(ctx.harness))
     request = ctx.request
     if request.judge_url is not None and request.judge_model is not None:
-        judge = LLMJudge(request.judge_url, request.judge_model, timeout_s=request.call_timeout_s)
+        judge = http_judge(request.judge_url, request.judge_model, timeout_s=request.call_timeout_s)
         world.push_async_callback(judge.close)
         try:
             await check_judge(judge)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import secrets
 import zlib
-from dataclasses import asdict, fields
 from typing import Any
 
 from sqlalchemy import Connection, case, delete, func, insert, select, update
@@ -23,11 +22,11 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from core.eval.results import EvalResult, ResultStatus, Suite
 from core.eval.types import EvalRequest, EvalRun, RunStatus
-from core.store.db import transaction
+from core.store.db import resolve_id, transaction
 from core.store.errors import StoreError
-from core.store.serving import RequestRow
+from core.store.serving import RequestRow, insert_latency
 from core.store.store import Store
-from core.store.tables import EvalResultRow, EvalRunRow, LatencyCall, LatencyRequest
+from core.store.tables import EvalResultRow, EvalRunRow
 from core.store.types import utcnow
 
 ItemKey = tuple[str, str, int | None, int]
@@ -47,21 +46,7 @@ def new_run_id() -> str:
 
 def _resolve(conn: Connection, ref: str) -> tuple[int, str]:
     """(pk, id) of the run `ref` names: an exact id or a unique prefix."""
-    exact = conn.execute(select(EvalRunRow.pk, EvalRunRow.id).where(EvalRunRow.id == ref)).first()
-    if exact is not None:
-        return exact[0], exact[1]
-    if not ref:
-        raise StoreError("no evaluation run id given")
-    like = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    rows = conn.execute(
-        select(EvalRunRow.pk, EvalRunRow.id).where(EvalRunRow.id.like(like, escape="\\")).limit(3)
-    ).all()
-    if not rows:
-        raise StoreError(f"unknown evaluation run {ref!r} (hat eval list shows the runs)")
-    if len(rows) > 1:
-        names = ", ".join(r[1] for r in rows)
-        raise StoreError(f"evaluation run id prefix {ref!r} is ambiguous: {names} ...")
-    return rows[0][0], rows[0][1]
+    return resolve_id(conn, EvalRunRow, ref, noun="evaluation run", listed_by="hat eval list")
 
 
 def _counts(conn: Connection, pks: list[int] | None = None) -> dict[int, tuple[int, int, int]]:
@@ -245,22 +230,7 @@ def add_result(
             )
         )
         if latency is not None:
-            _insert_latency(conn, latency)
-
-
-def _insert_latency(conn: Connection, row: RequestRow) -> None:
-    values = {f.name: getattr(row, f.name) for f in fields(RequestRow) if f.name != "calls"}
-    exists = conn.execute(
-        select(LatencyRequest.pk).where(LatencyRequest.request_id == row.request_id)
-    ).first()
-    if exists is not None:
-        return
-    pk = conn.execute(insert(LatencyRequest).values(**values)).inserted_primary_key
-    if pk is not None and row.calls:
-        conn.execute(
-            insert(LatencyCall),
-            [{"request_pk": pk[0], **asdict(call)} for call in row.calls],
-        )
+            insert_latency(conn, latency, skip_stored=True)
 
 
 def _result(row: Any) -> EvalResult:

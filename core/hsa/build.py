@@ -99,7 +99,7 @@ def _skeleton(schema: Any) -> tuple[Any, dict[str, str]]:
     can change whether a schema is valid (names, texts and defaults are free; the order of
     properties and of `required` is not checked), so HSA variants of one schema (renamed,
     reworded, reordered, new defaults) share one cached meta-schema check."""
-    from core.hsa.text import rename_properties
+    from core.hsa.schema_text import rename_properties
 
     if not isinstance(schema, dict):
         return schema, {}

@@ -24,15 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from core.harness.models import Harness
+from core.hsa.dimensions import Dimension as Dimension
 from core.hsa.mapping import SurfaceMapping
-
-
-class Dimension(StrEnum):
-    SKILL_IDS = "skill_ids"
-    SKILL_CONTENT = "skill_content"
-    TOOL_SCHEMAS = "tool_schemas"
-    PROMPT = "prompt"
-    HOOKS = "hooks"
 
 
 class BankName(StrEnum):

@@ -14,8 +14,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from core.doctor.pythons import training_python
 from core.models.registry import RegistryError, free_model_folder, get, register_merged
+from core.pythons import training_python
 from core.store import Store
 from core.store.serving import ModelRecord, list_models
 

@@ -30,9 +30,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from core.doctor.pythons import project_root, training_python
+from core.exits import exit_words
 from core.models.folder import FolderError, FolderInfo, check_adapter_folder, check_model_folder
 from core.paths import models_dir
+from core.pythons import project_root, training_python
 from core.store import Store, StoreError
 from core.store.serving import ModelRecord, add_model, find_model, get_model, remove_model
 
@@ -290,7 +291,7 @@ def _run_import(
         if proc.returncode in (-9, 137):
             reason = f"it was killed (timeout {timeout_s:g} s, or out of memory)"
         else:
-            reason = f"exit status {proc.returncode}"
+            reason = exit_words(proc.returncode)
         hint = ""
         if "No module named" in tail:
             hint = (

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.episode.play import play
 from core.harness.models import Harness
 from core.runtime.client import ChatClient
 from core.serving.latency import (
@@ -35,7 +36,6 @@ from core.serving.latency import (
     request_row,
 )
 from core.serving.metrics import Histogram, parse_histograms, server_view
-from core.sim.episode import play
 from core.sim.models import Catalog, Split, Task
 from core.store import Store
 from core.store.serving import RequestRow, add_latency

@@ -28,19 +28,21 @@ Two engines, both OpenAI-compatible over HTTP (DESIGN.md §3, Serving):
     torch.compile warm-up; decoding is ~10 % slower).
   /metrics exposes Prometheus histograms (`vllm:time_to_first_token_seconds`, ...).
 
-The interpreter of each engine is configurable: `EngineConfig.python`, else
-`$HAT_TRANSFORMERS_PYTHON` / `$HAT_VLLM_PYTHON`, else (transformers) this interpreter and
-(vllm) `$HAT_VLLM_VENV/bin/python`, `<repo>/.venv-vllm/bin/python` or
-`<home>/envs/vllm/bin/python`, the first that exists.
+The interpreter of each engine is configurable: `EngineConfig.python`, else the rules of
+`core.pythons` (`$HAT_TRANSFORMERS_PYTHON` or this interpreter; `$HAT_VLLM_PYTHON`,
+`$HAT_VLLM_VENV/bin/python`, `<repo>/.venv-vllm/bin/python` or `<home>/envs/vllm/bin/python`,
+the first that exists), the same rules `hat doctor` reports.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from core.paths import home
+from core.pythons import transformers_python, vllm_python
 
 ENGINES = ("transformers", "vllm")
 
@@ -71,32 +73,12 @@ def cpu_dtype() -> str:
     return "bfloat16" if cpu_native_bf16() else "float32"
 
 
-def project_root() -> Path:
-    return Path(__file__).resolve().parents[2]
-
-
-def vllm_python_candidates() -> list[Path]:
-    from core.paths import home
-
-    out: list[Path] = []
-    if os.environ.get("HAT_VLLM_PYTHON"):
-        out.append(Path(os.environ["HAT_VLLM_PYTHON"]))
-    if os.environ.get("HAT_VLLM_VENV"):
-        out.append(Path(os.environ["HAT_VLLM_VENV"]) / "bin" / "python")
-    out.append(project_root() / ".venv-vllm" / "bin" / "python")
-    out.append(home() / "envs" / "vllm" / "bin" / "python")
-    return out
-
-
 def default_python(engine: str) -> str:
-    """The interpreter that runs `engine` when none is configured (see the module doc)."""
+    """The interpreter that runs `engine` when none is configured (`core.pythons` rules)."""
     if engine == "transformers":
-        return os.environ.get("HAT_TRANSFORMERS_PYTHON") or sys.executable
+        return transformers_python()
     if engine == "vllm":
-        candidates = vllm_python_candidates()
-        if os.environ.get("HAT_VLLM_PYTHON") or os.environ.get("HAT_VLLM_VENV"):
-            return str(candidates[0])  # configured explicitly: report that one if missing
-        return str(next((c for c in candidates if c.exists()), candidates[0]))
+        return str(vllm_python(home())[0])
     raise EngineError(f"unknown engine {engine!r}; engines: {', '.join(ENGINES)}")
 
 

@@ -41,6 +41,7 @@ from typing import Any
 
 import httpx
 
+from core.exits import exit_words, tail_lines
 from core.serving.engines import EngineConfig, LaunchSpec, build_launch
 
 _LIVE: weakref.WeakSet[ManagedServer] = weakref.WeakSet()
@@ -176,15 +177,10 @@ class ManagedServer:
         return self.process.pid if self.process is not None else None
 
     def log_tail(self, lines: int = 30) -> str:
-        if self.log_path is None or not self.log_path.exists():
+        """The server log's last lines, without the route table vLLM prints at start."""
+        if self.log_path is None:
             return ""
-        with self.log_path.open("rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - 64_000))
-            text = fh.read().decode("utf-8", errors="replace")
-        kept = [ln for ln in text.splitlines() if ln.strip() and "Route:" not in ln]
-        return "\n".join(kept[-lines:])
+        return tail_lines(self.log_path, lines, noise=lambda line: "Route:" in line)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -308,7 +304,7 @@ class ManagedServer:
         elif any(s in low for s in _LOAD_FAILURES):
             cause, kind = "it could not load the model folder", "model_broken"
         else:
-            cause, kind = f"exit status {code}", "died"
+            cause, kind = (exit_words(code) if code is not None else "it ended"), "died"
         return ServerError(
             f"the {self.engine} server exited during start-up ({cause}); last log lines:\n{tail}",
             kind=kind,

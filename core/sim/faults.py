@@ -36,6 +36,10 @@ from core.runtime.bindings import ToolError, ToolErrorKind
 from core.sim.models import FaultKind, FaultSpec
 
 FAULT_KINDS: tuple[FaultKind, ...] = tuple(FaultKind)
+"""Error kinds that mean "the service failed", as opposed to a handler's answer (`error`);
+they compare equal to the kinds' strings in a trace."""
+RETRYABLE: frozenset[FaultKind] = frozenset({FaultKind.TIMEOUT, FaultKind.RATE_LIMIT})
+"""Fault kinds worth one retry (the oracle retries them once; the graders expect it)."""
 
 
 class FaultRates(BaseModel):

@@ -61,9 +61,10 @@ from core.runtime.bindings import ToolError
 from core.runtime.trace import SkillLoadStep, ToolCallStep, Trace
 from core.sim import facts
 from core.sim.expect import ROOM_SPEC, CallSpec, IntentPlan, TaskPlan, plan_task
+from core.sim.faults import FAULT_KINDS, RETRYABLE
 from core.sim.handlers import HANDLERS
 from core.sim.models import Catalog, IntentKind, Task
-from core.sim.oracle import BUILTIN_FORBIDDEN, FAULT_KINDS, RETRYABLE
+from core.sim.reply import BUILTIN_FORBIDDEN
 from core.sim.surface import (
     B_AFTER_SALES,
     B_COMPARE,

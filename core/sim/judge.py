@@ -8,23 +8,26 @@ majority (with three different votes: the median). Votes that fail (HTTP error, 
 score outside the scale) are dropped and recorded; when none succeeds the result is None and
 the caller keeps the deterministic grade.
 
-    judge = LLMJudge("http://localhost:8000/v1", "Qwen/Qwen3-32B")
+    judge = http_judge("http://localhost:8000/v1", "Qwen/Qwen3-32B")   # core.serving.judge
     grades = await grade_with_judge(task, trace, harness, catalog, judge)
+
+The judge talks to its model through any `ChatClient` (the agent loop's protocol), so it is
+graded and tested like the loop: over HTTP with `core.serving.judge.http_judge`, in tests
+with a scripted client.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
-import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.harness.models import Harness
-from core.runtime.client import ModelError
+from core.runtime.client import ChatClient, ModelError
 from core.runtime.trace import Trace
-from core.serving.client import GenerationOptions, OpenAIChatClient
 from core.sim.graders import GraderResult, Grades, grade
 from core.sim.models import Catalog, Intent, Task
 
@@ -102,33 +105,21 @@ class LLMJudge:
     """Majority-of-`samples` effectiveness judge (see the module doc)."""
 
     def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        api_key: str | None = None,
-        samples: int = 3,
-        temperature: float = 0.7,
-        timeout_s: float = 60.0,
-        max_retries: int = 1,
+        self, client: ChatClient, model: str, *, base_url: str = "", samples: int = 3
     ) -> None:
         if samples < 1:
             raise ValueError("samples must be at least 1")
-        self.base_url = base_url
         self.model = model
+        self.base_url = base_url
+        """Where the judge is served, for `check_judge` and messages ("" when not over HTTP)."""
         self.samples = samples
-        self.temperature = temperature
-        self._client = OpenAIChatClient(
-            base_url,
-            model,
-            options=GenerationOptions(max_tokens=200, temperature=temperature),
-            timeout_s=timeout_s,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
-            max_retries=max_retries,
-        )
+        self._client = client
 
     async def close(self) -> None:
-        await self._client.aclose()
+        """Close the client when it holds a connection (an HTTP client's `aclose`)."""
+        aclose = getattr(self._client, "aclose", None)
+        if aclose is not None and inspect.iscoroutinefunction(aclose):
+            await aclose()
 
     async def _vote(self, messages: list[dict[str, str]]) -> tuple[float, str]:
         try:

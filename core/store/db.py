@@ -25,7 +25,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, event, inspect
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, select
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from core.store.errors import StoreError
@@ -186,3 +186,25 @@ def migrate(engine: Engine, path: Path) -> None:
         # Re-check under the write lock: another process may have migrated meanwhile.
         if _check_schema(conn, path):
             command.upgrade(alembic_config(conn), "head")
+
+
+def resolve_id(
+    conn: Connection, table: Any, ref: str, *, noun: str, listed_by: str
+) -> tuple[int, str]:
+    """(pk, id) of the row of `table` (a mapped class with `pk` and `id` columns) that `ref`
+    names: its exact id or a unique prefix of one, as every `hat … RUN` argument accepts.
+    StoreError names the `noun` and where the ids are `listed_by` when none or several match."""
+    pk_col, id_col = table.pk, table.id
+    exact = conn.execute(select(pk_col, id_col).where(id_col == ref)).first()
+    if exact is not None:
+        return exact[0], exact[1]
+    if not ref:
+        raise StoreError(f"no {noun} id given")
+    like = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    rows = conn.execute(select(pk_col, id_col).where(id_col.like(like, escape="\\")).limit(3)).all()
+    if not rows:
+        raise StoreError(f"unknown {noun} {ref!r} ({listed_by} shows the runs)")
+    if len(rows) > 1:
+        names = ", ".join(r[1] for r in rows)
+        raise StoreError(f"{noun} id prefix {ref!r} is ambiguous: {names} ...")
+    return rows[0][0], rows[0][1]

@@ -240,21 +240,31 @@ def add_latency(store: Store, rows: Sequence[RequestRow]) -> None:
     with transaction(store.engine, store.path, write=True) as conn:
         for row in rows:
             try:
-                pk = conn.execute(
-                    insert(LatencyRequest).values(**{f: getattr(row, f) for f in _REQUEST_FIELDS})
-                ).inserted_primary_key
+                insert_latency(conn, row)
             except IntegrityError:
                 raise StoreError(f"latency of request {row.request_id} is already stored") from None
-            if pk is None:  # pragma: no cover - SQLite always returns it
-                raise StoreError("the database returned no key for a latency row")
-            if row.calls:
-                conn.execute(
-                    insert(LatencyCall),
-                    [
-                        {"request_pk": pk[0], **{f: getattr(c, f) for f in _CALL_FIELDS}}
-                        for c in row.calls
-                    ],
-                )
+
+
+def insert_latency(conn: Connection, row: RequestRow, *, skip_stored: bool = False) -> None:
+    """One request row and its call rows, inside the caller's transaction (an evaluation
+    stores an item's latency in the item's own). A request id stored already raises
+    IntegrityError, or is left as it is with `skip_stored` (a resumed run meets its own)."""
+    if skip_stored:
+        stored = conn.execute(
+            select(LatencyRequest.pk).where(LatencyRequest.request_id == row.request_id)
+        ).first()
+        if stored is not None:
+            return
+    pk = conn.execute(
+        insert(LatencyRequest).values(**{f: getattr(row, f) for f in _REQUEST_FIELDS})
+    ).inserted_primary_key
+    if pk is None:  # pragma: no cover - SQLite always returns it
+        raise StoreError("the database returned no key for a latency row")
+    if row.calls:
+        conn.execute(
+            insert(LatencyCall),
+            [{"request_pk": pk[0], **{f: getattr(c, f) for f in _CALL_FIELDS}} for c in row.calls],
+        )
 
 
 def latency_rows(

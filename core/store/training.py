@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from core.store.db import transaction
+from core.store.db import resolve_id, transaction
 from core.store.errors import StoreError
 from core.store.store import Store
 from core.store.tables import TrainCheckpoint, TrainEvent, TrainRun
@@ -97,20 +97,7 @@ def _values(record: RunRecord) -> dict[str, Any]:
 
 def _resolve(conn: Connection, ref: str) -> tuple[int, str]:
     """(pk, id) of the run `ref` names: an exact id or a unique prefix."""
-    exact = conn.execute(select(TrainRun.pk, TrainRun.id).where(TrainRun.id == ref)).first()
-    if exact is not None:
-        return exact[0], exact[1]
-    if not ref:
-        raise StoreError("no run id given")
-    like = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    rows = conn.execute(
-        select(TrainRun.pk, TrainRun.id).where(TrainRun.id.like(like, escape="\\")).limit(3)
-    ).all()
-    if not rows:
-        raise StoreError(f"unknown run {ref!r} (hat train list shows the runs)")
-    if len(rows) > 1:
-        raise StoreError(f"run id prefix {ref!r} is ambiguous: {', '.join(r[1] for r in rows)} ...")
-    return rows[0][0], rows[0][1]
+    return resolve_id(conn, TrainRun, ref, noun="run", listed_by="hat train list")
 
 
 def _ids(conn: Connection) -> dict[int, str]:

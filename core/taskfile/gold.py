@@ -21,8 +21,7 @@ from core.runtime.trajectory import AssistantTurn, ToolCall
 from core.taskfile.models import OwnTask
 
 if TYPE_CHECKING:
-    from core.runtime.tool_runtime import ToolRuntime
-    from core.runtime.trace import Trace
+    pass
 
 
 def gold_reply(task: OwnTask) -> str:
@@ -50,18 +49,3 @@ def gold_turns(task: OwnTask, harness: Harness) -> list[AssistantTurn]:
 def gold_client(task: OwnTask, harness: Harness) -> ScriptedClient:
     native = harness.settings.tool_protocol is ToolProtocol.NATIVE
     return ScriptedClient(gold_turns(task, harness), native=native)
-
-
-async def gold_trace(task: OwnTask, harness: Harness, tools: ToolRuntime | None) -> Trace:
-    """The gold run of `task` under `harness` through the agent loop (ungraded)."""
-    from core.sim.episode import play
-
-    episode = await play(
-        task,
-        harness,
-        gold_client(task, harness),
-        tools=tools,
-        request_id=f"gold-{task.id}",
-        graded=False,
-    )
-    return episode.trace

@@ -745,7 +745,6 @@ def _check_processes(config: StageConfig, env: Environment) -> list[tuple[str, s
 def _check_rl_sources(config: RlConfig) -> list[tuple[str, str]]:
     from core.datagen.variants import SAMPLERS
 
-    load_samplers()
     problems: list[tuple[str, str]] = []
     if config.sampler not in SAMPLERS:
         known = ", ".join(sorted(SAMPLERS))
@@ -756,17 +755,6 @@ def _check_rl_sources(config: RlConfig) -> list[tuple[str, str]]:
     if problem is not None:
         problems.append(("tasks", problem))
     return problems
-
-
-def load_samplers() -> None:
-    """Import the modules that register variant samplers (HSA registers "hsa" on import)."""
-    import importlib
-
-    for module in ("core.hsa.sampler", "core.hsa"):
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            continue
 
 
 def check_pipeline(config: PipelineConfig, env: Environment) -> list[str]:

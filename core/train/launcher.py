@@ -10,8 +10,9 @@ runs with `HAT_HOME` set to that folder (and `CUDA_VISIBLE_DEVICES` to the chose
 a subset was chosen) for the duration of the call, under a lock.
 
 Stage children are started with `runs.start` (their own session: they outlive the front end,
-which re-attaches later). A pipeline is orchestrated by a detached `hat train resume <id>`
-process rather than by a thread of the front end, for the same reason: closing the window
+which re-attaches later). A pipeline is orchestrated by a detached process
+(`python -m core.train.orchestrate <id>`, core/train/orchestrate.py) rather than by a thread
+of the front end, for the same reason: closing the window
 must not end a pipeline between two stages. The chosen GPUs are kept in the run's outputs
 (`devices`) so that resume and restart use the same ones.
 """
@@ -30,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from core.doctor.pythons import project_root, training_python
+from core.pythons import project_root, training_python
 from core.store import Store
 from core.store.training import RunRecord, get_run, update_run
 from core.train.config import (
@@ -41,7 +42,7 @@ from core.train.config import (
     parse_stage,
     resolved_stages,
 )
-from core.train.pipeline import start_pipeline
+from core.train.pipeline import PIPELINE_LOG, start_pipeline
 from core.train.runs import (
     RunError,
     child_env,
@@ -54,7 +55,6 @@ from core.train.runs import (
 )
 from core.train.scaleout import stage_command
 
-PIPELINE_LOG = "pipeline.log"
 _env_lock = threading.RLock()
 
 
@@ -153,11 +153,11 @@ def launch_stage(
 
 
 def _spawn_pipeline(run: RunRecord, home: Path) -> subprocess.Popen[bytes]:
-    """`hat train resume <pipeline id>` in its own session (it runs the pending stages)."""
+    """The pipeline's orchestrator in its own session (it runs the pending stages)."""
     run_dir = Path(run.run_dir)
     env = child_env()
     root = str(project_root())
-    command = [sys.executable, "-m", "core.cli.main", "train", "resume", run.id]
+    command = [sys.executable, "-m", "core.train.orchestrate", run.id]
     with (run_dir / PIPELINE_LOG).open("ab") as log:
         try:
             return subprocess.Popen(

@@ -34,10 +34,12 @@ from typing import Any
 
 import yaml
 
+from core.exits import tail_lines
 from core.store import Store
 from core.store.training import RunRecord, get_run, list_runs, run_events, update_run
 from core.store.types import utcnow
 from core.train.events import Event, events_path, read_events
+from core.train.pipeline import PIPELINE_LOG
 from core.train.runs import (
     LOG_FILE,
     describe_exit,
@@ -366,11 +368,10 @@ class RunTracker:
         if run.status != "created":
             return run
         tail = ""
-        for name in ("pipeline.log", LOG_FILE):
+        for name in (PIPELINE_LOG, LOG_FILE):
             path = Path(run.run_dir) / name
             if path.is_file():
-                text = path.read_bytes()[-4000:].decode("utf-8", errors="replace")
-                tail = "\n".join(text.strip().splitlines()[-10:])
+                tail = tail_lines(path, 10, max_bytes=4000)
                 break
         reason = describe_exit(code) + (f"\n{tail}" if tail else "")
         return update_run(
@@ -418,23 +419,7 @@ def attach_runs(store: Store, *, now: datetime | None = None) -> list[RunRecord]
     return out
 
 
-# ----------------------------------------------------------------------------- list rows
-
-
-@dataclass(frozen=True)
-class RunRow:
-    """One line of the runs list."""
-
-    id: str
-    stage: str
-    status: str
-    model: str
-    started: datetime | None
-    duration_s: float | None
-    step: int
-    total: int | None
-    parent: str | None
-    reason: str | None
+# ----------------------------------------------------------------------------- run facts
 
 
 def model_of(run: RunRecord) -> str:
@@ -455,36 +440,6 @@ def duration_s(run: RunRecord, now: datetime | None = None) -> float | None:
         return None
     end = run.ended_at or (now or utcnow())
     return max(0.0, (end - run.started_at).total_seconds())
-
-
-def run_row(run: RunRecord, now: datetime | None = None) -> RunRow:
-    return RunRow(
-        id=run.id,
-        stage=run.stage,
-        status=run.status,
-        model=model_of(run),
-        started=run.started_at,
-        duration_s=duration_s(run, now),
-        step=run.step,
-        total=run.total_steps,
-        parent=run.parent,
-        reason=run.reason,
-    )
-
-
-def format_duration(seconds: float | None) -> str:
-    """Seconds under a minute (0.4 s, 12 s), 0:04:05 from a minute on, "—" when unknown: a
-    job of the oracle ends in well under a second, and 0:00:00 said nothing about it."""
-    if seconds is None:
-        return "—"
-    seconds = max(0.0, seconds)
-    if seconds < 9.95:
-        return f"{seconds:.1f} s"
-    if seconds < 59.5:
-        return f"{round(seconds)} s"
-    total = round(seconds)
-    hours, rest = divmod(total, 3600)
-    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
 
 
 def can_resume(run: RunRecord) -> bool:

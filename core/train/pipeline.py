@@ -50,6 +50,9 @@ from core.train.runs import (
     watch,
 )
 
+PIPELINE_LOG = "pipeline.log"
+"""The orchestrator's output in the pipeline's run folder (core/train/orchestrate.py)."""
+
 
 def stage_for(
     config: PipelineConfig, stage: StageConfig, previous: RunRecord | None, pipeline_id: str

@@ -41,12 +41,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.datagen.rows import LOOP_ERRORS
+from core.datagen.rows import failed_turns
 from core.datagen.variants import HarnessVariant, get_sampler, variant_seed
+from core.episode.play import play
 from core.harness.models import Harness
 from core.runtime.client import DeltaCallback, Message, ModelError, ModelReply
-from core.runtime.trace import ModelCallStep, ReplyStep, SkillLoadStep, Step, ToolCallStep, Trace
-from core.sim.episode import play
+from core.runtime.trace import ModelCallStep, Step, Trace
 from core.sim.faults import FaultRates
 from core.sim.models import Catalog, Task
 from core.sim.oracle import OracleClient, task_harness
@@ -101,17 +101,8 @@ class _SampledTurn:
             self.steps.append(step)
 
     def turn_failed(self) -> bool:
-        calls: list[str | None] = []
-        for step in self.steps:
-            if isinstance(step, ModelCallStep) and step.error is None and step.parse_errors:
-                return True
-            if isinstance(step, ReplyStep) and not step.accepted:
-                return True
-            if isinstance(step, ToolCallStep):
-                calls.append(step.error_kind)
-            elif isinstance(step, SkillLoadStep):
-                calls.append(None if step.ok else "unknown_skill")
-        return bool(calls) and all(kind in LOOP_ERRORS for kind in calls)
+        """Whether the sampled turn failed, by the rule teacher data prunes by."""
+        return self.turn in failed_turns(self.steps)
 
     async def complete(
         self,

@@ -50,8 +50,9 @@ from typing import Any
 
 import yaml
 
-from core.doctor.pythons import project_root, training_python
+from core.exits import exit_signal, exit_words, tail_text
 from core.paths import runs_dir
+from core.pythons import project_root, training_python
 from core.store import Store, StoreError
 from core.store.training import (
     RunRecord,
@@ -288,7 +289,7 @@ def child_env() -> dict[str, str]:
     if not getattr(sys, "frozen", False):
         # From a checkout the child imports this very `core` and `training`. A packaged app's
         # folder holds the app's own libraries, which must not shadow the training
-        # environment's (that environment has hat-studio installed, see core.doctor.pythons).
+        # environment's (that environment has hat-studio installed, see core.pythons).
         root = str(project_root())
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
@@ -439,19 +440,12 @@ def refresh(store: Store, run_id: str) -> RunRecord:
 
 
 def describe_exit(code: int | None) -> str:
+    """Why a training process that wrote no final event ended (`core.exits` words)."""
     if code is None:
         return "the training process ended without a final event"
-    number = -code if code < 0 else (code - 128 if code in (137, 143) else None)
-    if number is None:
-        return f"the training process exited with status {code} without a final event"
-    try:
-        name = signal.Signals(number).name
-    except ValueError:
-        name = f"signal {number}"
-    text = f"the training process was killed by {name}"
-    if number == signal.SIGKILL:
-        text += " (the out-of-memory killer, or a kill -9)"
-    return text
+    if exit_signal(code) is None:
+        return f"the training process ended with {exit_words(code)} without a final event"
+    return f"the training process was {exit_words(code)}"
 
 
 _WARNING_RE = re.compile(r"^\S.*\.py:\d+: \w*Warning: ")
@@ -469,10 +463,7 @@ def log_tail(run_dir: Path, lines: int = 15) -> str:
     bars or the trainer's metric lines: a library's FutureWarning just before the end read as
     the cause of the failure, and a killed run's reason was its last loss dicts and "100%|███"
     bars, which the charts already show (the log file keeps them all)."""
-    try:
-        data = (run_dir / LOG_FILE).read_bytes()[-20000:].decode("utf-8", errors="replace")
-    except OSError:
-        return ""
+    data = tail_text(run_dir / LOG_FILE, 20_000)
     kept: list[str] = []
     in_warning = False
     for line in data.strip().splitlines():

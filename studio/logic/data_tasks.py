@@ -155,9 +155,10 @@ class GoldView:
 def gold_view(task: Task, harness: Harness) -> GoldView:
     """Play `task` with the oracle under `harness` and grade it. Never raises: a harness the
     oracle cannot play (an author renamed what the simulator relies on) gives `problem`."""
+    from core.episode.gold import gold_trajectory
     from core.sim.catalog import load_catalog
     from core.sim.graders import grade
-    from core.sim.oracle import gold_trajectory, task_harness
+    from core.sim.oracle import task_harness
 
     try:
         catalog = load_catalog()

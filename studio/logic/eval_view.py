@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from core.eval.oracle_model import ORACLE, ORACLE_FIXED, fixed_name, oracle_factory
 from core.eval.report import SUITE_LABELS as REPORT_SUITE_LABELS
 from core.eval.results import EvalResult, ResultStatus, Suite
+from core.hsa.dimensions import DIMENSION_LABELS
 from studio.logic.data_turns import TurnItem, turns_from_trace
 from studio.logic.requests import RequestError, check_url
 
@@ -41,14 +42,6 @@ SUITE_CHOICES: tuple[tuple[str, str, str], ...] = (
 )
 SUITE_LABELS = {suite.value: title for suite, title in REPORT_SUITE_LABELS.items()}
 """Core's report labels by suite name (one table, core/eval/report.py)."""
-DIMENSION_LABELS = {
-    "skill_ids": "Skill names",
-    "skill_content": "Skill content",
-    "tool_schemas": "Tool schemas",
-    "prompt": "Prompt structure",
-    "hooks": "Hook behaviour",
-    "all": "All dimensions",
-}
 RESAMPLES = 1000
 """Bootstrap resamples for the page (the CLI reports use 2000; 1000 keeps a click snappy)."""
 

@@ -35,13 +35,6 @@ from core.runtime.trajectory import Trajectory
 from core.sim.models import Split, Task
 from core.sim.surface import ROLE_METADATA_KEY
 
-DIMENSION_LABELS = {
-    Dimension.SKILL_IDS: "Skill names",
-    Dimension.SKILL_CONTENT: "Skill content",
-    Dimension.TOOL_SCHEMAS: "Tool schemas",
-    Dimension.PROMPT: "Prompt structure",
-    Dimension.HOOKS: "Hook behaviour",
-}
 VIEWS = ("System prompt", "Skills", "Tools", "Hooks")
 
 
@@ -235,8 +228,8 @@ def trajectory_text(trajectory: Trajectory) -> str:
 
 
 def _gold(task: Task, harness: Harness) -> Any:
+    from core.episode.gold import gold_trajectory
     from core.sim.catalog import load_catalog
-    from core.sim.oracle import gold_trajectory
 
     return asyncio.run(gold_trajectory(task, harness, load_catalog(), add_distractors=False))
 

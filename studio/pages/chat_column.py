@@ -19,7 +19,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QVBoxLayout, QWidget
 
 from core.runtime.trace import ModelCallStep, ReplyStep, Step, Trace
-from core.serving.chat_cards import (
+from studio.logic.chat_cards import (
     Card,
     SessionSummary,
     cards_for_step,

@@ -20,7 +20,7 @@ last log lines) with "Restart server" and "Ask again", and the server card shows
 Starting a server that cannot start (engine not installed, port taken, broken model folder)
 shows the cause on the server card.
 
-Tests and tools may pass their own client (`client_factory`, see core.serving.chat_lane) and
+Tests and tools may pass their own client (`client_factory`, see studio.logic.chat_lane) and
 attach to an external server (`attach(base_url, model_id)`).
 """
 
@@ -52,9 +52,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.serving.chat_server import Endpoint, ServerProblem
 from studio import theme
 from studio.context import StudioContext
+from studio.logic.chat_server import Endpoint, ServerProblem
 from studio.pages.chat_column import ChatColumn, TurnView
 from studio.pages.chat_server_panel import ServerPanel
 from studio.widgets import cards
@@ -334,7 +334,7 @@ class ChatPage(QWidget):
         super().showEvent(event)
 
     def _load_harnesses(self) -> None:
-        from core.serving.chat_lane import harness_choices
+        from studio.logic.chat_lane import harness_choices
 
         self.ctx.run_store(
             harness_choices, on_done=self._harnesses_loaded, label="Loading harness versions"
@@ -375,7 +375,7 @@ class ChatPage(QWidget):
                 self._harness_selected(key)
 
     def load_presets(self, seed: int = 0) -> None:
-        from core.serving.viewer_stream import viewer_presets
+        from studio.logic.viewer_stream import viewer_presets
 
         self.ctx.jobs.run(
             lambda: viewer_presets(per_category=2, seed=seed),
@@ -428,7 +428,7 @@ class ChatPage(QWidget):
         ):
             return  # a newer pick is loading, or this version is already the lane's
         self.lane_refs[key] = ref
-        from core.serving.chat_lane import ChatLane
+        from studio.logic.chat_lane import ChatLane
 
         lane = self.lanes.get(key)
         if lane is None:
@@ -445,7 +445,7 @@ class ChatPage(QWidget):
         a = self.lanes.get("A")
         if a is None:
             return
-        from core.serving.chat_lane import ChatLane
+        from studio.logic.chat_lane import ChatLane
 
         b = self.lanes.get("B")
         self.lane_refs["B"] = self.lane_refs.get("A", "")
@@ -614,7 +614,7 @@ class ChatPage(QWidget):
         if factory is None:
             from functools import partial
 
-            from core.serving.chat_lane import default_client
+            from studio.logic.chat_lane import default_client
 
             factory = partial(default_client, timeout_s=float(self.timeout.value()))
 
@@ -665,7 +665,7 @@ class ChatPage(QWidget):
         column.stream.flush()
         turn.finish(trace)
         lane = self.lanes[job.lane]
-        from core.serving.chat_cards import session_summary
+        from studio.logic.chat_cards import session_summary
 
         column.show_stats(session_summary(lane.session.rows))
         column.set_status("")
@@ -729,7 +729,7 @@ class ChatPage(QWidget):
         for key, lane in self.lanes.items():
             lane.reset()
             self.columns[key].clear()
-            from core.serving.chat_cards import session_summary
+            from studio.logic.chat_cards import session_summary
 
             self.columns[key].show_stats(session_summary([]))
 
@@ -744,7 +744,7 @@ class ChatPage(QWidget):
     def start_replay(
         self, count: int | None = None, pace_s: float | None = None, seed: int | None = None
     ) -> bool:
-        from core.serving.viewer_stream import ReplaySchedule, live_stream
+        from studio.logic.viewer_stream import ReplaySchedule, live_stream
 
         problem = self.ready()
         if problem is not None:

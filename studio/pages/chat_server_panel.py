@@ -1,7 +1,7 @@
 """The model-server card of the chat page: engine, model (+ adapter) or URL, start / stop, status,
 and — when something goes wrong — what happened, the server's last log lines and a restart.
 
-All server work (`core.serving.chat_server.ChatServer`: start and health wait, stop, restart,
+All server work (`studio.logic.chat_server.ChatServer`: start and health wait, stop, restart,
 attaching to a URL) runs in worker jobs; the card shows `starting` with the elapsed time
 meanwhile. A timer checks every `POLL_MS` whether a server this card started has exited on its
 own, so a crash shows even when no request is running.
@@ -25,7 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.serving.chat_server import (
+from studio.context import StudioContext
+from studio.logic.chat_server import (
     ENGINE_TITLES,
     ChatServer,
     Endpoint,
@@ -34,7 +35,6 @@ from core.serving.chat_server import (
     ServerRequest,
     problem_from_exception,
 )
-from studio.context import StudioContext
 from studio.logic.servers import ServerStatus
 from studio.widgets.common import Banner, Segmented, button, label, repolish
 
@@ -187,7 +187,7 @@ class ServerPanel(QFrame):
     # ------------------------------------------------------------------ models
 
     def load_models(self) -> None:
-        from core.serving.chat_server import model_choices
+        from studio.logic.chat_server import model_choices
 
         self.ctx.run_store(model_choices, on_done=self._models_loaded, label="Loading models")
 

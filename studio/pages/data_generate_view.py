@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.train.monitor import format_duration
+from core.durations import format_duration
 from studio.context import StudioContext
 from studio.logic.data_generate import SAMPLER_CHOICES
 from studio.logic.data_tasks import SOURCES

@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.durations import format_duration
 from core.serving.engines import pick_engine
-from core.train.monitor import format_duration
 from studio.context import StudioContext
 from studio.logic.eval_view import SUITE_CHOICES
 from studio.pages.data_widgets import elastic_combo, fill_combo, stop_on_close

@@ -176,7 +176,8 @@ class RunsPage(QWidget):
         )
 
     def _fill(self, item: QTreeWidgetItem, run: RunRecord) -> None:
-        from core.train.monitor import duration_s, format_duration, model_of
+        from core.durations import format_duration
+        from core.train.monitor import duration_s, model_of
 
         total = f" / {run.total_steps}" if run.total_steps else ""
         values = (
@@ -204,7 +205,8 @@ class RunsPage(QWidget):
 
     def _tick(self) -> None:
         """Running durations move on between polls."""
-        from core.train.monitor import duration_s, format_duration
+        from core.durations import format_duration
+        from core.train.monitor import duration_s
 
         for run in self.hub.runs:
             if run.status == "running" and run.id in self.items:

@@ -84,7 +84,7 @@ def status_chip(status: str) -> QLabel:
 
 
 def _clock(seconds: float | None) -> str:
-    from core.train.monitor import format_duration
+    from core.durations import format_duration
 
     return format_duration(seconds)
 

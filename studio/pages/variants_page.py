@@ -25,18 +25,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.hsa.dimensions import DIMENSION_LABELS, Dimension
 from studio import dialogs
 from studio.context import StudioContext
 from studio.widgets.common import Banner, PageHeader, Segmented, button, chip, clear_layout, label
 from studio.widgets.diffview import SideBySideDiff
 
-DIMENSIONS = (
-    ("skill_ids", "Skill names"),
-    ("skill_content", "Skill content"),
-    ("tool_schemas", "Tool schemas"),
-    ("prompt", "Prompt structure"),
-    ("hooks", "Hook behaviour"),
-)
+DIMENSIONS = tuple((d.value, DIMENSION_LABELS[d]) for d in Dimension)
 VIEWS = ("System prompt", "Skills", "Tools", "Hooks")
 
 

@@ -1,7 +1,7 @@
 """The chat's building blocks: viewer and host bubbles, step cards, the latency row, fault cards,
 the session latency panel.
 
-Content comes from `core.serving.chat_cards` (plain data); these widgets only draw it. Colours
+Content comes from `studio.logic.chat_cards` (plain data); these widgets only draw it. Colours
 come from `stylesheet()`, which the chat page installs on itself and re-applies on every theme
 change, so the cards follow light and dark like the rest of the studio.
 """
@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.serving.chat_cards import Card, ReplyLatency, SessionSummary
 from studio import theme
+from studio.logic.chat_cards import Card, ReplyLatency, SessionSummary
 from studio.widgets.common import ElidedLabel, button, label, repolish
 
 KIND_ICONS = {

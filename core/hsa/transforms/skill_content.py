@@ -2,7 +2,7 @@
 
 None of these renames anything, so every mapping is the identity: the skill a task needs is the
 same skill with other words. Identifiers, numbers and code stay as they are: phrase banks only
-touch prose (`core.hsa.text.split_code` keeps backtick spans, `{...}` JSON examples and
+touch prose (`core.hsa.phrases.split_code` keeps backtick spans, `{...}` JSON examples and
 `${variables}` out of reach) and their keys and alternatives carry no identifiers. Bank texts
 may name things through placeholders resolved against the harness being transformed:
 `{skill:<role>}` (the current name of the skill with that role) and `{tool:<binding>}` (the
@@ -27,19 +27,11 @@ from core.harness.models import Harness, SkillKind
 from core.hsa.build import changed, unchanged
 from core.hsa.domain import LIVE_ROOM, harness_domain
 from core.hsa.mapping import SurfaceMapping
-from core.hsa.text import (
-    DISTRACTOR_KEY,
-    ListBlock,
-    assemble_or_skip,
-    fill_placeholders,
-    render_list,
-    replace_blocks,
-    replace_phrases,
-    shuffled,
-    skill_role,
-    used_names,
-)
+from core.hsa.markdown_lists import ListBlock, render_list, replace_blocks
+from core.hsa.phrases import fill_placeholders, replace_phrases
+from core.hsa.references import DISTRACTOR_KEY, used_names
 from core.hsa.transform import Bank, Dimension, Skip, transform
+from core.hsa.transforms.common import assemble_or_skip, shuffled, skill_role
 
 PHRASE_PROBABILITY = 0.75
 """Chance that one occurrence of a bank phrase is paraphrased."""

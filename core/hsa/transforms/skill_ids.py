@@ -1,6 +1,6 @@
 """HSA transforms, dimension 1: skill identifiers.
 
-Every rename goes through `core.hsa.text.apply_renames`: the skill is renamed in the skill
+Every rename goes through `core.hsa.renames.apply_renames`: the skill is renamed in the skill
 list, in every other skill's description and body, in prompt templates, hook texts and tool
 descriptions, and gets `metadata.role` = its original name (metadata is never shown to the
 model; the oracle and graders find skills by it). The mapping renames `load_skill` calls.
@@ -25,16 +25,11 @@ from functools import lru_cache
 
 from core.harness.models import Harness
 from core.hsa.mapping import SurfaceMapping
-from core.hsa.text import (
-    Renames,
-    pick_fresh,
-    rename_or_skip,
-    shuffled,
-    skill_role,
-    tagged_name,
-    used_names,
-)
+from core.hsa.names import tagged_name
+from core.hsa.references import used_names
+from core.hsa.renames import Renames
 from core.hsa.transform import Bank, Dimension, Skip, transform
+from core.hsa.transforms.common import pick_fresh, rename_or_skip, shuffled, skill_role
 
 MAX_NAME = 64
 

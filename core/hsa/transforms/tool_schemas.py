@@ -1,6 +1,6 @@
 """HSA transforms, dimension 3: tool schemas (after Hammer's function masking and RoTBench).
 
-Renames go through `core.hsa.text.apply_renames`, so a renamed tool or parameter is renamed in
+Renames go through `core.hsa.renames.apply_renames`, so a renamed tool or parameter is renamed in
 every skill, template, hook matcher, hook schema and description that mentions it. A renamed
 parameter keeps its binding's name in `Tool.binding_args` (the agent loop translates before
 it calls the binding), so a variant harness needs no side mapping: the oracle and the graders
@@ -18,7 +18,7 @@ user query; our viewer messages never state a default, so there is nothing to ca
 
 Bank section `tools` (resources/hsa/<bank>/tools.yaml):
 - `names`: binding -> semantic snake_case tool names; `name_styles`: naming styles of this
-  bank (`core.hsa.text.case_style`; snake is always allowed);
+  bank (`core.hsa.names.case_style`; snake is always allowed);
 - `random_prefixes` / `param_random_prefixes`: prefixes of masked names `<prefix>_<hex>`;
 - `params`: canonical parameter -> semantic snake_case names; `param_styles`;
 - `descriptions`: binding -> tool descriptions with `{param:<canonical>}` placeholders;
@@ -53,23 +53,20 @@ from core.hsa.build import Edit, unchanged
 from core.hsa.distractors import bank_tool, disabled_tool_distractor
 from core.hsa.domain import LIVE_ROOM, harness_domain
 from core.hsa.mapping import SurfaceMapping
-from core.hsa.text import (
-    Renames,
+from core.hsa.names import case_style, name_words, tagged_name
+from core.hsa.phrases import fill_placeholders, replace_phrases
+from core.hsa.references import used_names
+from core.hsa.renames import Renames
+from core.hsa.transform import Bank, Dimension, Skip, transform
+from core.hsa.transforms.common import (
     assemble_or_skip,
     canonical_param,
-    case_style,
     current_param,
-    fill_placeholders,
-    name_words,
     pick_fresh,
     rename_or_skip,
-    replace_phrases,
     shuffled,
     skill_role,
-    tagged_name,
-    used_names,
 )
-from core.hsa.transform import Bank, Dimension, Skip, transform
 from core.sim.distractors import DISTRACTOR_TOOLS
 
 PHRASE_PROBABILITY = 0.75

@@ -1,5 +1,8 @@
 """Which Python runs training and the servers, for the packaged (PyInstaller) app too.
 
+A ground-floor module (only the standard library): the model registry, the engines, the
+training launcher and `hat doctor` all ask it, so each asks the same rules.
+
 From a source checkout or a pip install, training children and `transformers serve` run on the
 interpreter that runs HAT Studio (`sys.executable`), which has the training extra. A packaged
 app has no such interpreter: `sys.executable` is the app itself, and torch is deliberately not
@@ -12,8 +15,8 @@ found in this order (the first that is set or exists wins):
    ``hat-studio[training]`` installed, or a symlink to one (``ln -s ~/venvs/hat
    <home>/envs/training``). A desktop launcher passes no shell variables, so this folder is
    the setting that always works;
-3. the vLLM environment keeps its own rules (`core.serving.engines`: ``$HAT_VLLM_PYTHON``,
-   ``$HAT_VLLM_VENV``, ``<home>/envs/vllm/bin/python``).
+3. the vLLM environment has its own rules (`vllm_python`: ``$HAT_VLLM_PYTHON``,
+   ``$HAT_VLLM_VENV``, ``<repo>/.venv-vllm``, ``<home>/envs/vllm/bin/python``).
 
 `packaged_defaults()` computes the variables to set; the packaged app's entry point applies
 them before anything starts a child process, so every launcher in core (which reads these
@@ -34,7 +37,7 @@ TRAINING_ENV = Path("envs") / "training"
 
 def project_root() -> Path:
     """The folder holding the `core` and `training` packages: training children run there."""
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).resolve().parents[1]
 
 
 def training_python() -> str:
@@ -44,14 +47,12 @@ def training_python() -> str:
 
 
 def transformers_python() -> str:
-    """The interpreter of `transformers serve`, as `core.serving.engines` picks it."""
+    """The interpreter of `transformers serve` when the engine config names none."""
     return os.environ.get(TRANSFORMERS_VAR) or sys.executable
 
 
 def vllm_candidates(home: Path) -> list[Path]:
-    """Where the vLLM interpreter is looked for, in order (`core.serving.engines` rules;
-    restated here because importing `core.serving` loads the HTTP client stack, seconds on a
-    busy machine, and tests/test_doctor.py checks that both agree)."""
+    """Where the vLLM interpreter is looked for, in order."""
     out: list[Path] = []
     if os.environ.get("HAT_VLLM_PYTHON"):
         out.append(Path(os.environ["HAT_VLLM_PYTHON"]))

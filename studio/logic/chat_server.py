@@ -21,13 +21,13 @@ server this chat did not start is never stopped from here.
 
 from __future__ import annotations
 
-import signal
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
+from core.exits import exit_words
 from core.models.registry import RegistryError
 from core.serving.engines import EngineConfig, EngineError
 from core.serving.launch import server_for
@@ -123,17 +123,8 @@ def model_choices(store: Store) -> ModelChoices:
 
 
 def describe_exit(code: int | None) -> str:
-    """An exit status in words: `exit status 1`, `killed by SIGKILL`."""
-    if code is None:
-        return "it is still running"
-    number = -code if code < 0 else (code - 128 if code in (137, 143) else None)
-    if number is None:
-        return f"exit status {code}"
-    try:
-        name = signal.Signals(number).name
-    except ValueError:
-        name = f"signal {number}"
-    return f"killed by {name}"
+    """An exit status in words (`core.exits`), or that the server is still running."""
+    return "it is still running" if code is None else exit_words(code)
 
 
 def problem_from_exception(exc: BaseException, *, engine: str = "") -> ServerProblem:

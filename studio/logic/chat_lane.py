@@ -36,11 +36,11 @@ from core.runtime.client import ChatClient, DeltaCallback, Message, ModelError, 
 from core.runtime.loop import EventCallback
 from core.runtime.trace import Trace
 from core.serving.chat import ChatSession
-from core.serving.chat_server import Endpoint
 from core.serving.client import GenerationOptions, OpenAIChatClient
-from core.serving.viewer_stream import room_bindings
 from core.sim.models import Task
 from core.store import Store
+from studio.logic.chat_server import Endpoint
+from studio.logic.viewer_stream import room_bindings
 
 
 class ClosableClient(ChatClient, Protocol):
@@ -150,8 +150,8 @@ async def request_bindings(
 ) -> Bindings:
     """Everything one chat request can call: a fresh live room (for `sim.*` tools), the
     harness's own tools through a ToolRuntime entered on `world`, and HSA's distractors."""
+    from core.episode.play import own_bindings
     from core.runtime.tool_runtime import ToolRuntime
-    from core.sim.episode import own_bindings
 
     tools = None
     if any(not t.binding.startswith(("sim.", "hsa.")) for t in harness.active_tools):

@@ -3,9 +3,9 @@
     episode = await play(task, harness, client, catalog, surface=surface)
     episodes = await play_all(jobs, concurrency=16)      # many at once, results in job order
 
-Evaluation (core/eval/runner.py), teacher data (core/datagen), the RL environment's gold
-trajectories and rewards (core/train/rl_env.py), the oracle's own play (core/sim/oracle.py) and
-the latency bench (core/serving/bench.py) all play tasks through `play`, so every caller gets
+Evaluation (core/eval/items.py), teacher data (core/datagen), the RL environment's rewards
+(core/train/rl_env.py), the gold runs (core/episode/gold.py) and the latency bench
+(core/serving/bench.py) all play tasks through `play`, so every caller gets
 the same room, the same canonical-name bindings, the same grading and the same fast path: a
 fresh `LiveRoom` per episode (faults seeded by the task), no shared state between episodes, so
 `play_all` can keep `concurrency` episodes in flight against one batched server.
@@ -15,9 +15,10 @@ bindings (Python callables, MCP servers, HTTP endpoints, through the run's `Tool
 HSA's distractor bindings instead of the live room, graded by `core.taskfile.grading` (facts,
 gold calls by binding, skills by role, grounded numbers; a judge for reference answers).
 
-Why this lives in core/sim and not core/runtime: an episode is the agent loop *in a world*
-(the live room, or the harness's own tools); the loop itself (core/runtime) knows nothing of
-rooms, tasks or grades.
+Why this is a package of its own, above core/sim, core/taskfile and core/hsa: an episode is the
+agent loop *in a world* (the live room, or the harness's own tools) with that world's grades;
+the loop itself (core/runtime) knows nothing of rooms, tasks or grades, and the worlds know
+nothing of each other.
 """
 
 from __future__ import annotations
