@@ -1,4 +1,9 @@
-"""Where HAT Studio keeps its state: one home folder (platformdirs; HAT_HOME overrides)."""
+"""Where HAT Studio keeps its state: one home folder (platformdirs; HAT_HOME overrides).
+
+A long-lived front end (the studio) may hold a workspace that is not `$HAT_HOME`: it passes
+that folder as `root` (a store knows its own, `Store.home`), and the process environment is
+never changed for it.
+"""
 
 from __future__ import annotations
 
@@ -17,17 +22,18 @@ def home() -> Path:
     return root
 
 
-def database_path() -> Path:
-    return home() / "hat.db"
+def database_path(root: Path | None = None) -> Path:
+    """The database of the home `root` (default: `home()`); likewise the folders below."""
+    return (root or home()) / "hat.db"
 
 
-def models_dir() -> Path:
-    return home() / "models"
+def models_dir(root: Path | None = None) -> Path:
+    return (root or home()) / "models"
 
 
-def runs_dir() -> Path:
-    return home() / "runs"
+def runs_dir(root: Path | None = None) -> Path:
+    return (root or home()) / "runs"
 
 
-def datasets_dir() -> Path:
-    return home() / "datasets"
+def datasets_dir(root: Path | None = None) -> Path:
+    return (root or home()) / "datasets"

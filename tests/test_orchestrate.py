@@ -6,16 +6,21 @@ model is needed."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
 from core.cli.main import app
 from core.store import Store
 from core.store.training import get_run, list_runs
+from core.train.config import detect_environment, parse_pipeline
+from core.train.launcher import launch_pipeline
 from core.train.orchestrate import event_line, main
+from core.train.runs import RunError
 
 
 def test_event_lines_say_what_a_log_reader_needs() -> None:
@@ -57,3 +62,27 @@ def test_a_detached_pipeline_from_the_cli_runs_in_the_orchestrator(
     assert "stage sft could not start" in run.reason and "no-such-model" in run.reason
     log = (Path(run.run_dir) / "pipeline.log").read_text()
     assert f"pipeline {run.id}: continuing" in log and f"pipeline {run.id}: failed" in log
+
+
+def test_a_launch_runs_in_the_stores_workspace_and_leaves_the_environment_alone(
+    hat_home: Path, tmp_path: Path
+) -> None:
+    """A front end's workspace need not be $HAT_HOME: the run folder, the orchestrator's store
+    and the child's HAT_HOME are the store's folder, and this process's environment is the
+    same after the launch as before (no process-wide switch, so no lock between threads)."""
+    data = tmp_path / "rows.jsonl"
+    data.write_text('{"messages": []}\n')
+    config = parse_pipeline({"model": "no-such-model", "sft": {"data": [str(data)]}})
+    workspace = tmp_path / "workspace"
+    before = dict(os.environ)
+    with Store.open(workspace / "hat.db") as store:
+        with pytest.raises(RunError, match="is not the store's"):
+            launch_pipeline(store, config, detect_environment(), home=tmp_path / "elsewhere")
+        run, proc = launch_pipeline(store, config, detect_environment(), home=workspace)
+        assert dict(os.environ) == before
+        assert proc.wait(timeout=300) == 1
+        run = get_run(store, run.id)
+    assert Path(run.run_dir).parent == workspace / "runs"
+    assert run.status == "failed" and "no-such-model" in (run.reason or "")
+    with Store.open(hat_home / "hat.db") as other:
+        assert list_runs(other) == []

@@ -108,6 +108,12 @@ class Store:
         self._cache_lock = threading.Lock()
         self._cache_size = 8
 
+    @property
+    def home(self) -> Path:
+        """The workspace this database belongs to: the folder holding it, where its runs/,
+        models/ and datasets/ are (`core.paths`), whatever `$HAT_HOME` says."""
+        return Path(self.path).parent
+
     # ------------------------------------------------------------------------- lifecycle
 
     @classmethod

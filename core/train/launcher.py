@@ -4,10 +4,11 @@
     run, proc = launch_stage(store, config, env, home=home, run_id=run_id)
     pipeline = launch_pipeline(store, config, env, home=home)       # detached orchestrator
 
-The front end's workspace is a folder it was given, not necessarily `$HAT_HOME`; run folders
-(`core.paths.runs_dir`) and the training children follow `HAT_HOME`, so every launch here
-runs with `HAT_HOME` set to that folder (and `CUDA_VISIBLE_DEVICES` to the chosen GPUs, when
-a subset was chosen) for the duration of the call, under a lock.
+The front end's workspace is a folder it was given, not necessarily `$HAT_HOME`: it is the
+store's own folder (`Store.home`), where run folders are made, and each child gets it as its
+`HAT_HOME` (with `CUDA_VISIBLE_DEVICES` when a subset of GPUs was chosen) through its own
+environment (`runs.child_env`); this process's environment is never changed, so launches
+from several threads need no lock.
 
 Stage children are started with `runs.start` (their own session: they outlive the front end,
 which re-attaches later). A pipeline is orchestrated by a detached process
@@ -19,13 +20,9 @@ must not end a pipeline between two stages. The chosen GPUs are kept in the run'
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shlex
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,31 +47,11 @@ from core.train.runs import (
     prepare,
     refresh,
     resume,
+    run_devices,
     show_command,
     start,
 )
 from core.train.scaleout import stage_command
-
-_env_lock = threading.RLock()
-
-
-@contextlib.contextmanager
-def launch_environment(home: Path, devices: list[int] | None = None) -> Iterator[None]:
-    """`HAT_HOME` (and `CUDA_VISIBLE_DEVICES`) for one launch (module doc)."""
-    wanted = {"HAT_HOME": str(Path(home))}
-    if devices is not None:
-        wanted["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in devices)
-    with _env_lock:
-        saved = {key: os.environ.get(key) for key in wanted}
-        os.environ.update(wanted)
-        try:
-            yield
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
 
 
 def _devices_prefix(devices: list[int] | None) -> str:
@@ -144,18 +121,25 @@ def launch_stage(
     devices: list[int] | None = None,
     parent: str | None = None,
 ) -> tuple[RunRecord, subprocess.Popen[bytes]]:
-    """Validate, freeze and start one stage (ConfigError / RunError say why not)."""
-    with launch_environment(home, devices):
-        run = prepare(store, config, env, run_id=run_id, parent=parent)
-        run = _remember_devices(store, run, devices)
-        proc = start(store, run.id)
+    """Validate, freeze and start one stage in the store's workspace (ConfigError / RunError
+    say why not)."""
+    _same_home(store, home)
+    run = prepare(store, config, env, run_id=run_id, parent=parent)
+    run = _remember_devices(store, run, devices)
+    proc = start(store, run.id)
     return get_run(store, run.id), proc
 
 
-def _spawn_pipeline(run: RunRecord, home: Path) -> subprocess.Popen[bytes]:
+def _same_home(store: Store, home: Path) -> None:
+    """The workspace a front end names is the store's: a launch never mixes two."""
+    if Path(home).resolve() != store.home.resolve():
+        raise RunError(f"the workspace {home} is not the store's ({store.home})")
+
+
+def _spawn_pipeline(store: Store, run: RunRecord) -> subprocess.Popen[bytes]:
     """The pipeline's orchestrator in its own session (it runs the pending stages)."""
     run_dir = Path(run.run_dir)
-    env = child_env()
+    env = child_env(store.home, run_devices(run))
     root = str(project_root())
     command = [sys.executable, "-m", "core.train.orchestrate", run.id]
     with (run_dir / PIPELINE_LOG).open("ab") as log:
@@ -182,30 +166,22 @@ def launch_pipeline(
     devices: list[int] | None = None,
 ) -> tuple[RunRecord, subprocess.Popen[bytes]]:
     """Validate the pipeline, create its run, and start its detached orchestrator."""
-    with launch_environment(home, devices):
-        run = start_pipeline(store, config, env)
-        run = _remember_devices(store, run, devices)
-        proc = _spawn_pipeline(run, home)
-    return run, proc
-
-
-def _devices_of(run: RunRecord) -> list[int] | None:
-    devices = run.outputs.get("devices")
-    if isinstance(devices, list) and all(isinstance(d, int) for d in devices):
-        return list(devices)
-    return None
+    _same_home(store, home)
+    run = start_pipeline(store, config, env)
+    run = _remember_devices(store, run, devices)
+    return run, _spawn_pipeline(store, run)
 
 
 def resume_run(store: Store, run_id: str, *, home: Path) -> subprocess.Popen[bytes]:
     """Continue a stopped / failed / cancelled stage from its checkpoint, or a pipeline from
     its unfinished stage (RunError says why not)."""
+    _same_home(store, home)
     run = refresh(store, run_id)
-    with launch_environment(home, _devices_of(run)):
-        if run.stage != "pipeline":
-            return resume(store, run.id)
-        if run.status in ("running", "done", "created"):
-            raise RunError(f"pipeline {run.id} is {run.status}; only an ended pipeline resumes")
-        return _spawn_pipeline(run, home)
+    if run.stage != "pipeline":
+        return resume(store, run.id)
+    if run.status in ("running", "done", "created"):
+        raise RunError(f"pipeline {run.id} is {run.status}; only an ended pipeline resumes")
+    return _spawn_pipeline(store, run)
 
 
 def request_of(run: RunRecord) -> StageConfig | PipelineConfig:
@@ -224,7 +200,7 @@ def restart_run(
     if not run.finished:
         raise RunError(f"run {run.id} is {run.status}; stop it before starting it again")
     config = request_of(run)
-    devices = _devices_of(run)
+    devices = run_devices(run)
     if isinstance(config, PipelineConfig):
         return launch_pipeline(store, config, env, home=home, devices=devices)
     return launch_stage(store, config, env, home=home, devices=devices)

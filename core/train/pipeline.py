@@ -86,7 +86,7 @@ def start_pipeline(store: Store, config: PipelineConfig, env: Environment) -> Ru
     if problems:
         raise ConfigError([("", p) for p in problems])
     run_id = new_run_id("pipeline")
-    run_dir = runs_dir() / run_id
+    run_dir = runs_dir(store.home) / run_id
     run_dir.mkdir(parents=True, exist_ok=False)
     text = dump_config(config)
     (run_dir / "config.yaml").write_text(text, encoding="utf-8")

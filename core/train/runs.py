@@ -223,7 +223,8 @@ def prepare(
     run_id: str | None = None,
     python: str | None = None,
 ) -> RunRecord:
-    """Validate `config` for this machine, freeze it into a new run folder and row."""
+    """Validate `config` for this machine, freeze it into a new run folder and row (in the
+    store's workspace, `Store.home`)."""
     problems = check_launch(config, env)
     if problems:
         raise ConfigError([("", p) for p in problems])
@@ -231,7 +232,7 @@ def prepare(
     # Re-validate the resolved copy: it must still be a valid config of its stage.
     resolved = parse_stage(resolved.model_dump(mode="json"), config.stage)
     run_id = run_id or new_run_id(config.stage)
-    run_dir = runs_dir() / run_id
+    run_dir = runs_dir(store.home) / run_id
     run_dir.mkdir(parents=True, exist_ok=False)
     config_path = run_dir / "config.yaml"
     config_path.write_text(dump_config(resolved), encoding="utf-8")
@@ -268,9 +269,16 @@ def show_command(command: list[str]) -> str:
 # ----------------------------------------------------------------------------- start / watch
 
 
-def child_env() -> dict[str, str]:
-    """The environment of a training child (a stage, or a pipeline's driver)."""
+def child_env(home: Path | None = None, devices: list[int] | None = None) -> dict[str, str]:
+    """The environment of a training child (a stage, or a pipeline's driver): this process's,
+    with the workspace `home` as the child's `HAT_HOME` and, when a subset of GPUs was chosen,
+    `CUDA_VISIBLE_DEVICES` (set for the child only: this process's environment is never
+    changed for a launch)."""
     env = dict(os.environ)
+    if home is not None:
+        env["HAT_HOME"] = str(home)
+    if devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(d) for d in devices)
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -295,6 +303,15 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def run_devices(run: RunRecord) -> list[int] | None:
+    """The GPUs chosen for a run when it was launched (kept in its outputs, so resume and
+    restart use the same ones); None: every GPU the machine shows."""
+    devices = run.outputs.get("devices")
+    if isinstance(devices, list) and all(isinstance(d, int) for d in devices):
+        return list(devices)
+    return None
+
+
 def start(store: Store, run_id: str, *, resume: bool = False) -> subprocess.Popen[bytes]:
     """Launch the run's child (detached in its own session); the run becomes `running`."""
     run = get_run(store, run_id)
@@ -315,7 +332,7 @@ def start(store: Store, run_id: str, *, resume: bool = False) -> subprocess.Pope
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=str(project_root()),
-            env=child_env(),
+            env=child_env(store.home, run_devices(run)),
             start_new_session=True,
         )
     except OSError as exc:
