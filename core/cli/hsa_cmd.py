@@ -30,10 +30,10 @@ from core.harness import Harness, HarnessError, export_folder, import_folder
 if TYPE_CHECKING:
     from core.hsa.augment import Augmented
     from core.hsa.policy import Policy
-    from core.hsa.preview import Row
     from core.hsa.transform import Bank
     from core.runtime.trace import Trace
     from core.sim.models import Task
+    from core.textdiff import Row
 
 app = typer.Typer(help="Preview and sample harness variants (HSA).", no_args_is_help=True)
 

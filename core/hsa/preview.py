@@ -21,6 +21,7 @@ from core.harness.models import Harness
 from core.harness.render import render_system_prompt
 from core.hsa.mapping import MappingChain
 from core.runtime.trajectory import Trajectory
+from core.textdiff import Row, align, elide
 
 SYSTEM_PROMPT = "(rendered system prompt)"
 
@@ -131,40 +132,7 @@ def unified(before: list[str], after: list[str], name: str, *, context: int = 2)
     )
 
 
-@dataclass(frozen=True)
-class Row:
-    """One side-by-side row: `tag` is equal, replace, delete, insert or skip (elided lines)."""
-
-    tag: str
-    left: str
-    right: str
-
-
 def side_by_side(before: list[str], after: list[str], *, context: int = 2) -> list[Row]:
-    """Aligned rows of the two texts; runs of unchanged lines beyond `context` are elided."""
-    rows: list[Row] = []
-    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            run = before[i1:i2]
-            if len(run) > 2 * context + 1:
-                head = run[:context] if rows else []
-                tail = run[-context:] if i2 < len(before) or j2 < len(after) else []
-                rows += [Row("equal", line, line) for line in head]
-                skipped = len(run) - len(head) - len(tail)
-                rows.append(Row("skip", f"... {skipped} unchanged lines", ""))
-                rows += [Row("equal", line, line) for line in tail]
-            else:
-                rows += [Row("equal", line, line) for line in run]
-            continue
-        left, right = before[i1:i2], after[j1:j2]
-        for k in range(max(len(left), len(right))):
-            a = left[k] if k < len(left) else ""
-            b = right[k] if k < len(right) else ""
-            kind = (
-                tag
-                if tag != "replace"
-                else ("replace" if a and b else ("delete" if a else "insert"))
-            )
-            rows.append(Row(kind, a, b))
-    return rows
+    """Aligned rows of the two texts (`core.textdiff`); runs of unchanged lines beyond
+    `context` are elided into one `skip` row."""
+    return elide(align(before, after), context)
