@@ -186,7 +186,7 @@ class TrainPageMonitor:
     def __init__(self, win: Any, run_id: str, proc: Any) -> None:
         from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-        from studio.pages.train_monitor import RunMonitor
+        from studio.pages.train.monitor import RunMonitor
 
         page = win.page("train")
         self.hub = page.hub

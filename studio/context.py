@@ -7,6 +7,8 @@ through `jobs` too, so a slow or locked database never freezes the window.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import Flag, auto
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,11 +23,45 @@ if TYPE_CHECKING:
     from core.store import Store
 
 
+class StoreChange(Flag):
+    """What a job wrote to the workspace, so every page that shows it can reload.
+
+    Pages never announce by hand: a job that writes says what it wrote (`run_store(...,
+    changes=...)`, or by returning `Wrote`), and the context announces it once, after the job
+    succeeded, through `storeChanged` (and `versionsChanged` / `modelsChanged`, which most
+    pages want on their own)."""
+
+    NONE = 0
+    VERSIONS = auto()
+    """Versions or labels of a harness (save, tag, rollback, import)."""
+    HARNESSES = auto()
+    """The set of harness names (an import brought a new one)."""
+    MODELS = auto()
+    """The model registry (an import, a finished training run's output)."""
+    ROWS = auto()
+    """Generated data rows (a dataset file written or extended)."""
+    RESULTS = auto()
+    """Evaluation runs and their results."""
+
+
+@dataclass(frozen=True)
+class Wrote:
+    """A job's value with what it wrote, where that depends on what the job found (an import
+    adds a harness name only when the name is new)."""
+
+    value: Any
+    changes: StoreChange
+
+
 class StudioContext(QObject):
     opened = Signal()
     openFailed = Signal(str)
+    storeChanged = Signal(object)
+    """A job wrote to the workspace (a `StoreChange`); emitted only by `announce`."""
     versionsChanged = Signal()
     """Versions or labels changed in the store (save, tag, rollback, import)."""
+    modelsChanged = Signal()
+    """The model registry changed."""
     harnessChanged = Signal(str)
     """The harness being edited changed (name)."""
     message = Signal(str, str)
@@ -35,7 +71,7 @@ class StudioContext(QObject):
     serversChanged = Signal()
     """A model server card changed state (`servers` holds each card's status)."""
     runHubCreated = Signal(object)
-    """The workspace's training run hub was made (studio.pages.train_hub.run_hub)."""
+    """The workspace's training run hub was made (studio.run_hub.run_hub)."""
     currentModelChanged = Signal(str)
     """The model the pages share changed (a registered name: a base, merged model or
     adapter): a finished training run's output, or the user's pick on any page."""
@@ -115,18 +151,64 @@ class StudioContext(QObject):
             self.store.close()
             self.store = None
 
-    def run_store(
-        self, fn: Any, *args: Any, on_done: Any = None, on_error: Any = None, label: str = ""
-    ) -> None:
-        """Run fn(store, *args) in a worker; errors go to on_error (default: an error banner)."""
-        store = self.store
-        if store is None:
+    def announce(self, changes: StoreChange) -> None:
+        """Tell every page what was written (the one place store changes are announced)."""
+        if not changes:
             return
+        self.storeChanged.emit(changes)
+        if changes & StoreChange.VERSIONS:
+            self.versionsChanged.emit()
+        if changes & StoreChange.MODELS:
+            self.modelsChanged.emit()
 
-        def fail(exc: BaseException) -> None:
+    def _announcing(self, changes: StoreChange, on_done: Any, on_error: Any) -> tuple[Any, Any]:
+        """(on_done, on_error), each announcing first what the job wrote: the declared
+        changes, plus a returned `Wrote`'s. A failed job announces too: a store write that
+        failed rolled back (the reload finds nothing new), but a long job (an evaluation, a
+        generation run) keeps what it wrote before it failed."""
+
+        def done(value: Any) -> None:
+            wrote = changes
+            if isinstance(value, Wrote):
+                wrote, value = wrote | value.changes, value.value
+            self.announce(wrote)
+            if on_done is not None:
+                on_done(value)
+
+        def failed(exc: BaseException) -> None:
+            self.announce(changes)
             if on_error is not None:
                 on_error(exc)
             else:
                 self.message.emit("error", str(exc))
 
-        self.jobs.run(fn, store, *args, on_done=on_done, on_error=fail, label=label)
+        return done, failed
+
+    def run(
+        self,
+        fn: Any,
+        *args: Any,
+        changes: StoreChange = StoreChange.NONE,
+        on_done: Any = None,
+        on_error: Any = None,
+        label: str = "",
+    ) -> None:
+        """Run fn(*args) in a worker; what it wrote (`changes`) is announced when it ends;
+        errors go to on_error (default: an error banner)."""
+        done, failed = self._announcing(changes, on_done, on_error)
+        self.jobs.run(fn, *args, on_done=done, on_error=failed, label=label)
+
+    def run_store(
+        self,
+        fn: Any,
+        *args: Any,
+        changes: StoreChange = StoreChange.NONE,
+        on_done: Any = None,
+        on_error: Any = None,
+        label: str = "",
+    ) -> None:
+        """`run` with the store as fn's first argument (nothing runs while no store is open)."""
+        store = self.store
+        if store is None:
+            return
+        self.run(fn, store, *args, changes=changes, on_done=on_done, on_error=on_error, label=label)

@@ -253,37 +253,37 @@ class MainWindow(QMainWindow):
         ctx = self.ctx
 
         def harness() -> QWidget:
-            from studio.pages.harness_page import HarnessPage
+            from studio.pages.harness.page import HarnessPage
 
             return HarnessPage(ctx)
 
         def variants() -> QWidget:
-            from studio.pages.variants_page import VariantsPage
+            from studio.pages.variants.page import VariantsPage
 
             return VariantsPage(ctx)
 
         def data() -> QWidget:
-            from studio.pages.data_page import DataPage
+            from studio.pages.data.page import DataPage
 
             return DataPage(ctx)
 
         def train() -> QWidget:
-            from studio.pages.train_page import TrainPage
+            from studio.pages.train.page import TrainPage
 
             return TrainPage(ctx)
 
         def evaluate() -> QWidget:
-            from studio.pages.evaluate_page import EvaluatePage
+            from studio.pages.evaluate.page import EvaluatePage
 
             return EvaluatePage(ctx)
 
         def chat() -> QWidget:
-            from studio.pages.chat_page import ChatPage
+            from studio.pages.chat.page import ChatPage
 
             return ChatPage(ctx)
 
         def runs() -> QWidget:
-            from studio.pages.runs_page import RunsPage
+            from studio.pages.train.runs_page import RunsPage
 
             return RunsPage(ctx)
 
@@ -355,7 +355,7 @@ class MainWindow(QMainWindow):
         theme.bind(self, lambda _w: self._refresh_status())
         jobs().countChanged.connect(lambda _n: self._refresh_status())
         self.ctx.session.dirtyChanged.connect(lambda _d: self._refresh_status())
-        self.ctx.versionsChanged.connect(self._refresh_status)
+        self.ctx.storeChanged.connect(lambda _c: self._refresh_status())
         self.ctx.harnessChanged.connect(lambda _n: self._refresh_status())
         self.ctx.serversChanged.connect(self._refresh_status)
         self.ctx.currentModelChanged.connect(lambda _n: self._refresh_status())

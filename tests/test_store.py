@@ -267,6 +267,11 @@ def test_diff_per_component(store: Store) -> None:
     back = {d.path: d.change for d in store.diff(b.id, a.id)}
     assert back["tools/tool_0.json"] == "added" and back["tools/tool_7.json"] == "removed"
     assert store.diff(a.id, a.id) == []
+    # from nothing (a first version): every file of the version, added, with its text
+    first = store.diff(None, a.id)
+    assert {d.path: d.new_text for d in first} == folder_files(h)
+    assert {d.change for d in first} == {"added"} and all(d.old_text is None for d in first)
+    assert all(d.unified.startswith("--- /dev/null\n") for d in first if d.new_text)
 
 
 def test_diff_marks_missing_final_newline(store: Store) -> None:

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from studio.context import StoreChange
 from studio.logic.data_generate import GenerationRequest, RequestError
 from studio.logic.data_rows import (
     RowFilter,
@@ -86,6 +87,13 @@ def test_oracle_generation_job_with_progress_then_rows_with_grades_and_provenanc
     studio, hat_home: Path
 ) -> None:  # type: ignore[no-untyped-def]
     page = data_page(studio)
+    out = hat_home / "datasets" / "gui-oracle.jsonl"
+    rows = page.trajectories
+    page.show_tab("trajectories")  # listed before the run: the new file is not there yet
+    idle()
+    assert rows.file.findData(str(out.resolve())) < 0
+    announced: list[StoreChange] = []
+    studio.ctx.storeChanged.connect(announced.append)
     page.generate_button.click()
     gen = page.generate
     assert page.tabs.currentWidget() is gen
@@ -105,7 +113,7 @@ def test_oracle_generation_job_with_progress_then_rows_with_grades_and_provenanc
     assert result.progress.total == 24 and result.progress.done == 24
     assert seen[-1] == 24 and seen == sorted(seen) and len(seen) >= 24
     assert gen.bar.value() == gen.bar.maximum() == 24
-    out = hat_home / "datasets" / "gui-oracle.jsonl"
+    assert announced == [StoreChange.ROWS]  # the job said what it wrote, once
     lines = out.read_text(encoding="utf-8").splitlines()
     assert len(lines) == result.progress.written == 24
     assert gen.stat_labels["written"].text() == "24"
@@ -113,9 +121,12 @@ def test_oracle_generation_job_with_progress_then_rows_with_grades_and_provenanc
     assert gen.stat_labels["left"].text() == "–"
     assert gen.stat_labels["elapsed"].text().endswith(" s")
 
+    # the rows tab lists the new file when shown again (nobody told it but the announcement)
+    page.show_tab("trajectories")
+    wait_until(lambda: rows.file.findData(str(out.resolve())) >= 0)
+    page.show_tab("generate")
     # open the rows: table, filters and the detail of a row made under an HSA variant
     gen.open_button.click()
-    rows = page.trajectories
     wait_until(lambda: rows.dataset is not None and rows.dataset.file.path == out.resolve())
     idle()
     assert len(rows.table.records()) == 24
@@ -284,7 +295,7 @@ def test_facts_line_up_after_a_shorter_list(qapp) -> None:  # type: ignore[no-un
     """A task's facts after a row's shorter ones: the blank stretch stays below the last
     fact (it stretched the row where the shorter list ended, whose value then floated
     under its name)."""
-    from studio.pages.data_widgets import FactsGrid
+    from studio.pages.data.widgets import FactsGrid
 
     grid = FactsGrid()
     grid.resize(320, 600)
@@ -309,7 +320,7 @@ def test_every_turn_card_fits_a_narrow_trace_pane(qapp) -> None:  # type: ignore
     than the pane, their right side (the turn number) cut off."""
     from studio import theme
     from studio.logic.data_turns import TurnItem
-    from studio.pages.data_conversation import ConversationView
+    from studio.pages.data.conversation import ConversationView
 
     theme.apply(qapp, "light")
     items = [

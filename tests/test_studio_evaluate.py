@@ -17,6 +17,7 @@ import pytest
 from PySide6.QtWidgets import QLabel
 
 from core.eval.results import EvalResult, ResultStatus, Suite
+from studio.context import StoreChange
 from studio.logic.eval_view import (
     ImpactLaunch,
     LaunchRequest,
@@ -204,7 +205,7 @@ def test_impact_view_lists_flips_by_changed_component_with_traces(studio) -> Non
     injected client): a stand-in for a fine-tune on that harness, so the rename breaks the
     tasks that need the renamed tool, deterministically."""
     before, after = commit_rename(studio.ctx.store)
-    studio.ctx.versionsChanged.emit()
+    studio.ctx.announce(StoreChange.VERSIONS)  # what a commit from the studio announces
     page = evaluate_page(studio)
     page.impact_button.click()
     view = page.impact
@@ -232,8 +233,11 @@ def test_impact_view_lists_flips_by_changed_component_with_traces(studio) -> Non
     assert any(not t.ok and t.title == "get_product_by_link" for t in after_tools)
     assert all(t.ok for t in (c.item for c in view.before.cards if c.item.kind == "tool"))
     assert view.stat_flips.value.text() == f"{report.broke} broke · 0 fixed"
-    # both sides' runs are stored and listed; a second gate reuses them
+    # both sides' runs are stored, announced, and listed when the results tab is shown
+    # (a hidden list is only marked stale); a second gate reuses them
+    page.show_tab("results")
     wait_until(lambda: len(page.results.runs) == 2)
+    page.show_tab("impact")
     view.start()
     wait_until(lambda: view.report is not report, timeout=60)
     idle()
@@ -341,7 +345,7 @@ def test_variant_plot_labels_fit_under_their_clusters(qapp) -> None:  # type: ig
     from PySide6.QtGui import QFont, QFontMetrics
 
     from studio import theme
-    from studio.pages.evaluate_plots import VariantPlot
+    from studio.pages.evaluate.plots import VariantPlot
 
     def model(label: str) -> SimpleNamespace:
         dist = SimpleNamespace(scores=[1.0, 0.5], mean=0.75, p5=0.5, worst=0.5)
@@ -377,7 +381,7 @@ def test_a_long_run_name_is_elided_in_the_run_list(qapp) -> None:  # type: ignor
     alike)."""
     from types import SimpleNamespace
 
-    from studio.pages.evaluate_results_view import RunItem
+    from studio.pages.evaluate.results_view import RunItem
     from studio.widgets.common import ElidedLabel
 
     name = "oracle fixed @ a101b18 with a long adapter name"

@@ -23,6 +23,7 @@ from core.harness import export_folder, import_folder
 from core.harness.demo import demo_harness_path
 from core.store import Store
 from studio import dialogs, theme
+from studio.context import StoreChange
 from studio.jobs import jobs, reset_jobs
 from studio.workspace import AnotherInstance, InstanceGuard
 from tests.studio_helpers import idle, open_studio, shut, spin, wait_until
@@ -372,6 +373,8 @@ def test_prompt_reorder_style_and_template_errors(studio) -> None:  # type: igno
 
 def test_versions_diff_label_move_and_rollback(studio, hat_home: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     page = studio.harness_page
+    announced: list[StoreChange] = []
+    studio.ctx.storeChanged.connect(announced.append)
     page.tree.select_name("skills", "coupon-push")
     page.skill_editor.description.setPlainText("Offer one coupon when a viewer hesitates.")
     page.skill_editor.flush()
@@ -419,6 +422,8 @@ def test_versions_diff_label_move_and_rollback(studio, hat_home: Path, monkeypat
     assert len(log) == 4 and log[0].message.startswith("Roll back to")
     assert log[0].tree_hash == log[3].tree_hash
     assert studio.ctx.session.harness.tool("check_stock").description.startswith("Current stock")
+    # two saves, two label moves, one rollback: each job announced what it wrote, once
+    assert announced == [StoreChange.VERSIONS] * 5
 
 
 def test_import_folder_with_errors_lists_them_and_stores_nothing(
@@ -437,6 +442,8 @@ def test_import_folder_with_errors_lists_them_and_stores_nothing(
     data["function"]["parameters"]["properties"]["size"]["type"] = "strin"
     tool.write_text(json.dumps(data))
     view = studio.harness_page.versions
+    announced: list[StoreChange] = []
+    studio.ctx.storeChanged.connect(announced.append)
     view.import_folder(bad)
     idle()
     assert len(shown) == 1
@@ -452,6 +459,16 @@ def test_import_folder_with_errors_lists_them_and_stores_nothing(
     idle()
     log = store_log(hat_home)
     assert len(log) == 2 and log[0].message.startswith("Imported from")
+    # the refused import rolled back (a reload finds nothing); a known name is no new harness
+    assert announced == [StoreChange.VERSIONS, StoreChange.VERSIONS]
+    other = tmp_path / "other-host"
+    export_folder(
+        import_folder(demo_harness_path()).model_copy(update={"name": "other-host"}), other
+    )
+    view.import_folder(other)
+    idle()
+    assert announced[-1] == StoreChange.VERSIONS | StoreChange.HARNESSES
+    assert "other-host" in studio.ctx.harness_names
     out = tmp_path / "exported"
     view.export_version(log[0].id, out)
     idle()

@@ -156,7 +156,7 @@ MCP_LIST = {
 def test_paste_an_mcp_list_add_it_and_save_a_version(
     qapp, hat_home: Path, monkeypatch, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    from studio.pages import import_dialogs
+    from studio.pages.harness import import_dialogs
     from tests.studio_helpers import idle, open_studio, shut
 
     win = open_studio(hat_home, busy_timeout=0.3)

@@ -193,7 +193,7 @@ def test_a_pipeline_runs_in_its_own_detached_process(hat_home: Path, tmp_path: P
     config = parse_pipeline({"model": "no-such-model", "sft": {"data": [str(data)]}})
     workspace = tmp_path / "workspace"
     with Store.open(workspace / "hat.db") as store:
-        run, proc = launch_pipeline(store, config, detect_environment(), home=workspace)
+        run, proc = launch_pipeline(store, config, detect_environment())
         assert proc.wait(timeout=300) == 1
         run = get_run(store, run.id)
     assert Path(run.run_dir).parent == workspace / "runs"

@@ -317,14 +317,13 @@ def pipeline_cmd(
 def _detach_pipeline(pipeline: PipelineConfig, env: Environment) -> None:
     """The pipeline run created here and continued by its detached orchestrator, the same
     process the studio starts (core/train/orchestrate.py), logging to its run folder."""
-    from core.paths import home
     from core.train.launcher import launch_pipeline
     from core.train.pipeline import PIPELINE_LOG
     from core.train.runs import RunError
 
     with open_store() as store:
         try:
-            run, proc = launch_pipeline(store, pipeline, env, home=home())
+            run, proc = launch_pipeline(store, pipeline, env)
         except (RunError, ConfigError) as exc:
             fail(str(exc))
     log = Path(run.run_dir) / PIPELINE_LOG

@@ -442,8 +442,10 @@ def unified_diff(path: str, old: str | None, new: str | None) -> str:
     return "".join(out)
 
 
-def diff(conn: Connection, a: VersionRow, b: VersionRow) -> list[ComponentDiff]:
-    tree_a = objects.read_tree(conn, a.tree_pk)
+def diff(conn: Connection, a: VersionRow | None, b: VersionRow) -> list[ComponentDiff]:
+    """Per-file changes from `a` to `b`; from nothing (every file of `b` added) when `a` is
+    None, which is how a first version is shown."""
+    tree_a = objects.read_tree(conn, a.tree_pk) if a is not None else {}
     tree_b = objects.read_tree(conn, b.tree_pk)
     changed = sorted(
         path

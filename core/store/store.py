@@ -326,10 +326,13 @@ class Store:
         with self._read() as conn:
             return hv.log(conn, harness_name, limit)
 
-    def diff(self, a: str, b: str) -> list[ComponentDiff]:
-        """Per-component changes from version `a` to version `b`, sorted by path."""
+    def diff(self, a: str | None, b: str) -> list[ComponentDiff]:
+        """Per-component changes from version `a` to version `b`, sorted by path; `a` None
+        compares with nothing (every component of `b` added: a first version)."""
         with self._read() as conn:
-            return hv.diff(conn, hv.resolve(conn, a), hv.resolve(conn, b))
+            return hv.diff(
+                conn, hv.resolve(conn, a) if a is not None else None, hv.resolve(conn, b)
+            )
 
     def rollback(self, ref: str, message: str | None = None) -> VersionInfo:
         """A new version whose content equals `ref`'s; its parent is that harness's head."""

@@ -1,11 +1,12 @@
 """Launching runs from a long-lived front end (the studio): preview, start, resume, restart.
 
-    text = command_preview(config, env, home=home, run_id=run_id)   # the exact lines
-    run, proc = launch_stage(store, config, env, home=home, run_id=run_id)
-    pipeline = launch_pipeline(store, config, env, home=home)       # detached orchestrator
+    text = command_preview(config, env, home=store.home, run_id=run_id)   # the exact lines
+    run, proc = launch_stage(store, config, env, run_id=run_id)
+    pipeline = launch_pipeline(store, config, env)       # detached orchestrator
 
 The front end's workspace is a folder it was given, not necessarily `$HAT_HOME`: it is the
-store's own folder (`Store.home`), where run folders are made, and each child gets it as its
+store's own folder (`Store.home`, so a launch names only the store and can never mix two
+workspaces), where run folders are made, and each child gets it as its
 `HAT_HOME` (with `CUDA_VISIBLE_DEVICES` when a subset of GPUs was chosen) through its own
 environment (`runs.child_env`); this process's environment is never changed, so launches
 from several threads need no lock.
@@ -116,24 +117,16 @@ def launch_stage(
     config: StageConfig,
     env: Environment,
     *,
-    home: Path,
     run_id: str | None = None,
     devices: list[int] | None = None,
     parent: str | None = None,
 ) -> tuple[RunRecord, subprocess.Popen[bytes]]:
     """Validate, freeze and start one stage in the store's workspace (ConfigError / RunError
     say why not)."""
-    _same_home(store, home)
     run = prepare(store, config, env, run_id=run_id, parent=parent)
     run = _remember_devices(store, run, devices)
     proc = start(store, run.id)
     return get_run(store, run.id), proc
-
-
-def _same_home(store: Store, home: Path) -> None:
-    """The workspace a front end names is the store's: a launch never mixes two."""
-    if Path(home).resolve() != store.home.resolve():
-        raise RunError(f"the workspace {home} is not the store's ({store.home})")
 
 
 def _spawn_pipeline(store: Store, run: RunRecord) -> subprocess.Popen[bytes]:
@@ -162,20 +155,17 @@ def launch_pipeline(
     config: PipelineConfig,
     env: Environment,
     *,
-    home: Path,
     devices: list[int] | None = None,
 ) -> tuple[RunRecord, subprocess.Popen[bytes]]:
     """Validate the pipeline, create its run, and start its detached orchestrator."""
-    _same_home(store, home)
     run = start_pipeline(store, config, env)
     run = _remember_devices(store, run, devices)
     return run, _spawn_pipeline(store, run)
 
 
-def resume_run(store: Store, run_id: str, *, home: Path) -> subprocess.Popen[bytes]:
+def resume_run(store: Store, run_id: str) -> subprocess.Popen[bytes]:
     """Continue a stopped / failed / cancelled stage from its checkpoint, or a pipeline from
     its unfinished stage (RunError says why not)."""
-    _same_home(store, home)
     run = refresh(store, run_id)
     if run.stage != "pipeline":
         return resume(store, run.id)
@@ -193,7 +183,7 @@ def request_of(run: RunRecord) -> StageConfig | PipelineConfig:
 
 
 def restart_run(
-    store: Store, run_id: str, env: Environment, *, home: Path
+    store: Store, run_id: str, env: Environment
 ) -> tuple[RunRecord, subprocess.Popen[bytes]]:
     """A new run with the same request as `run_id` (which stays as it is)."""
     run = get_run(store, run_id)
@@ -202,5 +192,5 @@ def restart_run(
     config = request_of(run)
     devices = run_devices(run)
     if isinstance(config, PipelineConfig):
-        return launch_pipeline(store, config, env, home=home, devices=devices)
-    return launch_stage(store, config, env, home=home, devices=devices)
+        return launch_pipeline(store, config, env, devices=devices)
+    return launch_stage(store, config, env, devices=devices)

@@ -30,6 +30,7 @@ from core.harness import (
 from core.harness.folder import hook_text
 from core.hsa.mapping import MappingChain
 from core.hsa.policy import Policy, Strength, Variant, sample_variant
+from core.hsa.preview import trajectory_lines
 from core.hsa.transform import BankName, Dimension
 from core.runtime.trajectory import Trajectory
 from core.sim.models import Split, Task
@@ -213,20 +214,6 @@ def paired_views(original: Harness, variant: Harness, chain: MappingChain) -> di
     return views
 
 
-def trajectory_text(trajectory: Trajectory) -> str:
-    """One line per step: the viewer message, each tool call, each reply."""
-    lines = [f"viewer  {trajectory.viewer_message}"]
-    for n, turn in enumerate(trajectory.turns, 1):
-        for call in turn.tool_calls:
-            args = json.dumps(call.arguments, ensure_ascii=False, separators=(", ", ": "))
-            lines.append(f"turn {n}  call {call.name} {args}")
-        if turn.parse_errors:
-            lines.append(f"turn {n}  unparsed {turn.content}")
-        elif not turn.tool_calls or turn.content:
-            lines.append(f"turn {n}  reply {turn.content}")
-    return "\n".join(lines)
-
-
 def _gold(task: Task, harness: Harness) -> Any:
     from core.episode.gold import gold_trajectory
     from core.sim.catalog import load_catalog
@@ -287,8 +274,8 @@ def compute_variant(harness: Harness, request: VariantRequest) -> VariantView:
     }
     view.record = record
     if trace is not None and not gold_problem:
-        view.gold_before = trajectory_text(trace.trajectory)
-        view.gold_after = trajectory_text(remapped) if remapped is not None else ""
+        view.gold_before = "\n".join(trajectory_lines(trace.trajectory))
+        view.gold_after = "\n".join(trajectory_lines(remapped)) if remapped is not None else ""
     return view
 
 

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from studio import theme
 from studio.context import StudioContext
-from studio.pages.data_widgets import Pane
+from studio.pages.data.widgets import Pane
 from studio.widgets.common import Banner, label
 
 PROGRESS_QSS = """
@@ -42,7 +42,7 @@ LOG_LIMIT = 200
 
 def progress_bar(height: int = 8) -> QProgressBar:
     """A thin themed bar without text (the numbers are shown beside it)."""
-    from studio.pages.data_conversation import themed
+    from studio.pages.data.conversation import themed
 
     bar = QProgressBar()
     bar.setTextVisible(False)

@@ -7,6 +7,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from core.harness.errors import FieldValueError
 from core.harness.models import (
     Harness,
@@ -16,6 +18,7 @@ from core.harness.models import (
 from core.hsa.build import assemble
 from core.hsa.references import DISTRACTOR_KEY, ROLE_KEY, UsedNames
 from core.hsa.renames import RenameError, Renames, apply_renames
+from core.hsa.transform import Skip
 
 
 def skill_role(skill: Skill) -> str | None:
@@ -40,10 +43,6 @@ def current_param(tool: Tool, canonical: str) -> str | None:
 
 def rename_or_skip(harness: Harness, renames: Renames) -> Harness:
     """`apply_renames`, with every reason it cannot be done turned into `Skip`."""
-    from pydantic import ValidationError
-
-    from core.hsa.transform import Skip
-
     try:
         return apply_renames(harness, renames)
     except (RenameError, ValidationError, FieldValueError) as exc:
@@ -52,10 +51,6 @@ def rename_or_skip(harness: Harness, renames: Renames) -> Harness:
 
 def assemble_or_skip(base: Harness, **parts: Any) -> Harness:
     """`core.hsa.build.assemble(base, **parts)`, a failure turned into `Skip`."""
-    from pydantic import ValidationError
-
-    from core.hsa.transform import Skip
-
     try:
         return assemble(base, **parts)
     except (ValidationError, FieldValueError) as exc:

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.context import StudioContext
+from studio.context import StoreChange, StudioContext
 from studio.logic.chat_server import (
     ENGINE_TITLES,
     ChatServer,
@@ -51,8 +51,6 @@ STATES = {
 
 class ServerPanel(QFrame):
     stateChanged = Signal(str)
-    modelsChanged = Signal()
-    """The registry changed here (the demo model was added)."""
     endpointChanged = Signal(object)
     """The endpoint requests should use now (None while there is none)."""
 
@@ -261,14 +259,17 @@ class ServerPanel(QFrame):
         def done(_result: Any) -> None:
             self.add_demo.setText("Add the demo model")
             self.add_demo.setEnabled(True)
-            self.modelsChanged.emit()
 
         def failed(exc: BaseException) -> None:
             done(None)
             self.show_problem(problem_from_exception(exc))
 
         self.ctx.run_store(
-            add_demo, on_done=done, on_error=failed, label="Importing the demo model"
+            add_demo,
+            changes=StoreChange.MODELS,
+            on_done=done,
+            on_error=failed,
+            label="Importing the demo model",
         )
 
     # ------------------------------------------------------------------ form

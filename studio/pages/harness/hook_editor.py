@@ -26,7 +26,7 @@ from core.harness import Hook, HookEvent, HookKind, Problem
 from core.harness.hook_params import DEFAULT_NUMBER_PATTERN
 from studio.logic.components import hook_from_fields
 from studio.logic.hooktest import HookSample, SampleOutcome, default_sample, run_sample_async
-from studio.pages.editor_base import ComponentEditor
+from studio.pages.harness.editor_base import ComponentEditor
 from studio.session import EditSession
 from studio.widgets.common import (
     CodeEdit,

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 
+from studio.context import StoreChange
 from studio.jobs import Jobs
 
 if TYPE_CHECKING:
@@ -266,6 +267,7 @@ class RunHub(QObject):
         if update.run.finished and registered and entry.seen_live and not entry.published:
             # what was just trained is what the operator wants to try next, on every page
             entry.published = True
+            self.ctx.announce(StoreChange.MODELS)  # the run's child registered them
             self.ctx.set_current_model(str(registered[0]))
         return before != update.run.status
 
@@ -282,7 +284,7 @@ class RunHub(QObject):
         on_error: Callable[[BaseException], None] | None = None,
     ) -> None:
         """Start a stage or a pipeline (config decides) and follow it."""
-        store, home = self.ctx.store, self.ctx.home
+        store = self.ctx.store
         if store is None:
             return
 
@@ -291,8 +293,8 @@ class RunHub(QObject):
             from core.train.launcher import launch_pipeline, launch_stage
 
             if isinstance(config, PipelineConfig):
-                return launch_pipeline(store, config, env, home=home, devices=devices)
-            return launch_stage(store, config, env, home=home, run_id=run_id, devices=devices)
+                return launch_pipeline(store, config, env, devices=devices)
+            return launch_stage(store, config, env, run_id=run_id, devices=devices)
 
         self.ctx.jobs.run(
             work,
@@ -343,7 +345,7 @@ class RunHub(QObject):
 
     def resume(self, run_id: str) -> None:
         """Continue from the last checkpoint (a pipeline: from its unfinished stage)."""
-        store, home = self.ctx.store, self.ctx.home
+        store = self.ctx.store
         if store is None:
             return
         from core.train.launcher import resume_run
@@ -352,17 +354,17 @@ class RunHub(QObject):
             entry = self.follow(run_id, proc)
             entry.loaded = False
 
-        self._act("Resuming a run", lambda: resume_run(store, run_id, home=home), run_id, attach)
+        self._act("Resuming a run", lambda: resume_run(store, run_id), run_id, attach)
 
     def restart(self, run_id: str, on_done: Callable[[RunRecord], None] | None = None) -> None:
         """Start a new run with the same request as `run_id`."""
-        store, home, env = self.ctx.store, self.ctx.home, self.env
+        store, env = self.ctx.store, self.env
         if store is None or env is None:
             return
         from core.train.launcher import restart_run
 
         self.ctx.jobs.run(
-            lambda: restart_run(store, run_id, env, home=home),
+            lambda: restart_run(store, run_id, env),
             on_done=lambda result: self._started(result, on_done),
             on_error=self._report,
             label="Restarting a run",

@@ -23,11 +23,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from studio.context import StudioContext
+from studio.context import StoreChange, StudioContext
 from studio.logic.data_rows import GRADERS
 from studio.logic.data_tasks import category_label
-from studio.pages.data_conversation import ConversationView
-from studio.pages.data_widgets import FactsGrid, GradesPanel, Pane, elastic_combo, fill_combo
+from studio.pages.data.conversation import ConversationView
+from studio.pages.data.widgets import FactsGrid, GradesPanel, Pane, elastic_combo, fill_combo
 from studio.widgets.common import Banner, Segmented, chip, clear_layout, label, tool_button
 from studio.widgets.tables import Column, RecordTable
 
@@ -68,6 +68,7 @@ class TrajectoriesView(QWidget):
         self.detail: Any = None
         self._token = 0
         self._listed = False
+        self._reopen = False
         lay = QVBoxLayout(self)
         lay.setContentsMargins(24, 12, 24, 16)
         lay.setSpacing(10)
@@ -209,18 +210,27 @@ class TrajectoriesView(QWidget):
             combo.currentIndexChanged.connect(lambda _i: self.apply_filter())
         self.search.textChanged.connect(lambda _t: self._filter_timer.start())
         self.table.rowSelected.connect(self._selected)
+        ctx.storeChanged.connect(self._store_changed)
         self._selected(None)
 
     # ------------------------------------------------------------------ files
 
     def showEvent(self, event: Any) -> None:
         if not self._listed:
-            self.refresh()
+            self.refresh(reopen=self._reopen)
         super().showEvent(event)
+
+    def _store_changed(self, changes: StoreChange) -> None:
+        """Rows were written (a generation run): re-list now if shown, else when next shown;
+        the open file is read again (it may be the one that grew)."""
+        if changes & StoreChange.ROWS:
+            self._listed, self._reopen = False, True
+            if self.isVisible():
+                self.refresh(reopen=True)
 
     def refresh(self, select: Path | None = None, reopen: bool = False) -> None:
         """Re-list the datasets; open `select` (or keep the current one)."""
-        self._listed = True
+        self._listed, self._reopen = True, False
         home, extra = self.ctx.home, list(self.extra)
         wanted = str(Path(select).resolve()) if select is not None else self.file.currentData()
 

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 
 from core.harness import Problem, Skill
 from studio.logic.components import parse_skill_text, skill_file_text, skill_from_fields
-from studio.pages.editor_base import ComponentEditor
+from studio.pages.harness.editor_base import ComponentEditor
 from studio.session import EditSession
 from studio.widgets.common import CodeEdit, Field, Segmented, label, set_markdown
 

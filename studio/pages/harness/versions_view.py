@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from core.harness import HarnessError
 from studio import dialogs, theme
-from studio.context import StudioContext
+from studio.context import StoreChange, StudioContext, Wrote
 from studio.logic.version_names import short_id, version_title, version_tooltip
 from studio.widgets.common import Banner, button, label, label_kind, tool_button
 from studio.widgets.diffview import SideBySideDiff
@@ -59,22 +59,6 @@ def ago(moment: datetime, now: datetime | None = None) -> str:
             n = seconds // size
             return f"{n} {unit}{'s' if n > 1 else ''} ago"
     return "just now"  # pragma: no cover
-
-
-def diff_from_nothing(store: Any, version_id: str) -> list[Any]:
-    """Every file of a version as "added" (the first version has nothing before it)."""
-    from core.harness.folder import folder_files
-    from core.store.harness_versions import ComponentDiff, component_of, unified_diff
-
-    out = []
-    for path, text in sorted(folder_files(store.load(version_id)).items()):
-        component, name = component_of(path)
-        out.append(
-            ComponentDiff(
-                path, component, name, "added", None, text, unified_diff(path, None, text)
-            )
-        )
-    return out
 
 
 class LabelChip(QLabel):
@@ -456,15 +440,9 @@ class VersionsView(QWidget):
         b = b or self.b_combo.currentData()
         if a is None or not b:
             return
-        if a == NOTHING:
-            self.ctx.run_store(
-                lambda store: diff_from_nothing(store, b),
-                on_done=self._show_diff,
-                label="Reading version",
-            )
-            return
+        old = None if a == NOTHING else a  # a first version: every component added
         self.ctx.run_store(
-            lambda store: store.diff(a, b), on_done=self._show_diff, label="Comparing versions"
+            lambda store: store.diff(old, b), on_done=self._show_diff, label="Comparing versions"
         )
 
     def _show_diff(self, diffs: list[Any]) -> None:
@@ -551,11 +529,11 @@ class VersionsView(QWidget):
         harness = self.name
 
         def done(_r: Any) -> None:
-            self.ctx.versionsChanged.emit()
             self.ctx.message.emit("success", f"Moved '{name}' to {version_id[:10]}")
 
         self.ctx.run_store(
             lambda store: store.tag(f"{harness}@{name}", version_id),
+            changes=StoreChange.VERSIONS,
             on_done=done,
             on_error=self._error,
             label="Moving label",
@@ -565,11 +543,11 @@ class VersionsView(QWidget):
         harness = self.name
 
         def done(_r: Any) -> None:
-            self.ctx.versionsChanged.emit()
             self.ctx.message.emit("success", f"Removed label '{name}'")
 
         self.ctx.run_store(
             lambda store: store.untag(name, harness),
+            changes=StoreChange.VERSIONS,
             on_done=done,
             on_error=self._error,
             label="Removing label",
@@ -604,12 +582,12 @@ class VersionsView(QWidget):
         message = f"Roll back to {version_id[:10]}"
 
         def done(info: Any) -> None:
-            self.ctx.versionsChanged.emit()
             self.ctx.message.emit("success", f"Rolled back: new version {info.id[:10]}")
             self.rolled_back.emit(info.id)
 
         self.ctx.run_store(
             lambda store: store.rollback(version_id, message),
+            changes=StoreChange.VERSIONS,
             on_done=done,
             on_error=self._error,
             label="Rolling back",
@@ -624,14 +602,17 @@ class VersionsView(QWidget):
         """Validate the folder (every problem, file + field); store it as a new version."""
         from core.harness import import_folder
 
-        def work(store: Any) -> Any:
+        known = set(self.ctx.harness_names)
+
+        def work(store: Any) -> Wrote:
             harness = import_folder(path)
-            return store.commit(harness, f"Imported from {path}")
+            info = store.commit(harness, f"Imported from {path}")
+            new = info.harness_name not in known
+            return Wrote(info, StoreChange.HARNESSES if new else StoreChange.NONE)
 
         def done(info: Any) -> None:
             if info.harness_name not in self.ctx.harness_names:
                 self.ctx.harness_names.append(info.harness_name)
-            self.ctx.versionsChanged.emit()
             self.ctx.message.emit(
                 "success", f"Imported {info.harness_name} as version {info.id[:10]}"
             )
@@ -653,7 +634,13 @@ class VersionsView(QWidget):
             else:
                 self._error(exc)
 
-        self.ctx.run_store(work, on_done=done, on_error=fail, label="Importing folder")
+        self.ctx.run_store(
+            work,
+            changes=StoreChange.VERSIONS,
+            on_done=done,
+            on_error=fail,
+            label="Importing folder",
+        )
 
     def export_dialog(self) -> None:
         info = self.selected()

@@ -23,11 +23,11 @@ from PySide6.QtWidgets import (
 )
 
 from studio import theme
-from studio.context import StudioContext
+from studio.context import StoreChange, StudioContext
 from studio.logic.eval_view import SUITE_CHOICES
-from studio.pages.data_conversation import ConversationView
-from studio.pages.data_widgets import Pane, elastic_combo, fill_combo, stop_on_close
-from studio.pages.evaluate_run_view import ModelPicker, read_choices, version_items
+from studio.pages.data.conversation import ConversationView
+from studio.pages.data.widgets import Pane, elastic_combo, fill_combo, stop_on_close
+from studio.pages.evaluate.run_view import ModelPicker, read_choices, version_items
 from studio.pages.job_view import progress_bar
 from studio.widgets.common import Banner, Field, button, label
 from studio.widgets.tables import Column, RecordTable
@@ -215,6 +215,7 @@ class ImpactView(QWidget):
         self.flips.rowSelected.connect(self._flip_selected)
         ctx.opened.connect(self.load_choices)
         ctx.versionsChanged.connect(self.load_choices)
+        ctx.modelsChanged.connect(self.load_choices)
         if ctx.store is not None:
             self.load_choices()
         self._clear()
@@ -282,9 +283,10 @@ class ImpactView(QWidget):
         self.stop_button.show()
         self.bar.show()
         self.bar.setRange(0, 0)
-        self.ctx.jobs.run(
+        self.ctx.run(
             job.run,
             self.progressed.emit,
+            changes=StoreChange.RESULTS,
             on_done=self._done,
             on_error=self._failed,
             label="Harness impact",

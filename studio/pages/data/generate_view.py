@@ -25,10 +25,10 @@ from PySide6.QtWidgets import (
 )
 
 from core.durations import format_duration
-from studio.context import StudioContext
+from studio.context import StoreChange, StudioContext
 from studio.logic.data_generate import SAMPLER_CHOICES
 from studio.logic.data_tasks import SOURCES
-from studio.pages.data_widgets import elastic_combo, fill_combo, stop_on_close
+from studio.pages.data.widgets import elastic_combo, fill_combo, stop_on_close
 from studio.pages.job_view import JobColumn, JobView
 from studio.widgets.common import (
     Field,
@@ -325,7 +325,13 @@ class GenerateView(JobView):
         def work() -> Any:
             return run.run(lambda p: emit(dataclasses.replace(p, reasons=dict(p.reasons))))
 
-        self.ctx.jobs.run(work, on_done=self._done, on_error=self._failed, label="Generating data")
+        self.ctx.run(
+            work,
+            changes=StoreChange.ROWS,
+            on_done=self._done,
+            on_error=self._failed,
+            label="Generating data",
+        )
 
     def cancel(self) -> None:
         if self.run is not None:

@@ -27,15 +27,15 @@ from PySide6.QtWidgets import (
 
 from core.harness import HarnessError
 from studio import dialogs, theme
-from studio.context import StudioContext
+from studio.context import StoreChange, StudioContext
 from studio.logic.version_names import short_id, version_title
-from studio.pages.component_tree import ComponentTree
-from studio.pages.hook_editor import HookEditor
-from studio.pages.overview import OverviewEditor
-from studio.pages.prompt_editor import PromptEditor
-from studio.pages.skill_editor import SkillEditor
-from studio.pages.tool_editor import ToolEditor
-from studio.pages.versions_view import VersionsView
+from studio.pages.harness.component_tree import ComponentTree
+from studio.pages.harness.hook_editor import HookEditor
+from studio.pages.harness.overview import OverviewEditor
+from studio.pages.harness.prompt_editor import PromptEditor
+from studio.pages.harness.skill_editor import SkillEditor
+from studio.pages.harness.tool_editor import ToolEditor
+from studio.pages.harness.versions_view import VersionsView
 from studio.widgets.common import Banner, PageHeader, button, chip, label, label_kind, tool_button
 
 RECOVERY_FILE = "studio-unsaved.json"
@@ -393,7 +393,7 @@ class HarnessPage(QWidget):
     def open_import(self, kind: str) -> None:
         """The import/export dialogs: preview, then add everything as one undoable step."""
         from studio.logic import harness_import as hi
-        from studio.pages import import_dialogs as dlg
+        from studio.pages.harness import import_dialogs as dlg
 
         doc = self.session.doc
         if doc is None:
@@ -549,7 +549,6 @@ class HarnessPage(QWidget):
                 doc.version_id = info.id
             self._blocked = False
             self.banner.hide()
-            self.ctx.versionsChanged.emit()
             self.versions.set_harness(harness.name, info.id)
             self._update_header()
             self.ctx.message.emit("success", f"Saved version {info.id[:10]}")
@@ -568,7 +567,13 @@ class HarnessPage(QWidget):
                 f"changed. Try again.",
             )
 
-        self.ctx.run_store(work, on_done=done, on_error=fail, label="Saving version")
+        self.ctx.run_store(
+            work,
+            changes=StoreChange.VERSIONS,
+            on_done=done,
+            on_error=fail,
+            label="Saving version",
+        )
         return True
 
     def _show_blockers(self, blockers: list[str]) -> None:

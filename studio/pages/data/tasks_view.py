@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
 
 from studio.context import StudioContext
 from studio.logic.data_tasks import SOURCES, category_label
-from studio.pages.data_conversation import ConversationView
-from studio.pages.data_widgets import FactsGrid, GradesPanel, Pane, fill_combo
+from studio.pages.data.conversation import ConversationView
+from studio.pages.data.widgets import FactsGrid, GradesPanel, Pane, fill_combo
 from studio.widgets.common import Banner, label
 from studio.widgets.tables import Column, RecordTable
 

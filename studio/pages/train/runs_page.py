@@ -28,8 +28,8 @@ from PySide6.QtWidgets import (
 
 from studio import theme
 from studio.context import StudioContext
-from studio.pages.train_hub import run_hub
-from studio.pages.train_monitor import STAGE_NAMES, RunMonitor
+from studio.pages.train.monitor import STAGE_NAMES, RunMonitor
+from studio.run_hub import run_hub
 from studio.widgets.common import PageHeader, button, label
 
 if TYPE_CHECKING:

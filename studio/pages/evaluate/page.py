@@ -14,9 +14,9 @@ from typing import Any
 from PySide6.QtWidgets import QWidget
 
 from studio.context import StudioContext
-from studio.pages.evaluate_impact_view import ImpactView
-from studio.pages.evaluate_results_view import ResultsView
-from studio.pages.evaluate_run_view import RunView
+from studio.pages.evaluate.impact_view import ImpactView
+from studio.pages.evaluate.results_view import ResultsView
+from studio.pages.evaluate.run_view import RunView
 from studio.pages.tabbed_page import TabbedPage
 from studio.widgets.common import button
 
@@ -50,7 +50,6 @@ class EvaluatePage(TabbedPage):
         self.run.finished.connect(lambda run: self.results.refresh(select=run.id))
         self.run.results_button.clicked.connect(self._open_result)
         self.results.resume_requested.connect(self.resume)
-        self.impact.reported.connect(lambda _r: self.results.refresh())
         self.restore_tab()
 
     def _open_result(self) -> None:

@@ -13,9 +13,9 @@ from typing import Any
 from PySide6.QtWidgets import QWidget
 
 from studio.context import StudioContext
-from studio.pages.data_generate_view import GenerateView
-from studio.pages.data_rows_view import TrajectoriesView
-from studio.pages.data_tasks_view import TasksView
+from studio.pages.data.generate_view import GenerateView
+from studio.pages.data.rows_view import TrajectoriesView
+from studio.pages.data.tasks_view import TasksView
 from studio.pages.tabbed_page import TabbedPage
 from studio.widgets.common import button
 
@@ -49,7 +49,6 @@ class DataPage(TabbedPage):
         self.open_button.clicked.connect(self._open_dataset)
         self.generate_button.clicked.connect(lambda: self.show_tab("generate"))
         self.generate.open_button.clicked.connect(self._open_generated)
-        self.generate.finished.connect(lambda _r: self.trajectories.refresh(reopen=True))
         self.restore_tab()
 
     def _open_dataset(self) -> None:

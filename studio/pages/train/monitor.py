@@ -9,7 +9,7 @@ the store, never the Train form), details (command, provenance, outputs).
 A failed run says why (the store's reason: the child's own, or the exit status and the last
 log lines when the process vanished) and offers Resume when it has a checkpoint, and Restart
 (a new run with the same request) otherwise. Everything shown comes from the hub's state
-(`studio.pages.train_hub`), which folds events in as they arrive.
+(`studio.run_hub`), which folds events in as they arrive.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from studio import theme
-from studio.pages.train_hub import Followed, RunHub
+from studio.run_hub import Followed, RunHub
 from studio.widgets.charts import MetricChart
 from studio.widgets.common import Banner, CodeEdit, button, chip, clear_layout, label, repolish
 

@@ -24,9 +24,9 @@ from PySide6.QtWidgets import (
 
 from core.durations import format_duration
 from core.serving.engines import pick_engine
-from studio.context import StudioContext
+from studio.context import StoreChange, StudioContext
 from studio.logic.eval_view import SUITE_CHOICES
-from studio.pages.data_widgets import elastic_combo, fill_combo, stop_on_close
+from studio.pages.data.widgets import elastic_combo, fill_combo, stop_on_close
 from studio.pages.job_view import JobColumn, JobView
 from studio.widgets.common import Field, Segmented, button, label
 
@@ -269,6 +269,7 @@ class RunView(JobView):
         self._first_done: int | None = None
         ctx.opened.connect(self.load_choices)
         ctx.versionsChanged.connect(self.load_choices)
+        ctx.modelsChanged.connect(self.load_choices)
         # the studio's current model and Chat's running server are the defaults here
         self._offered_url = ""
         self._server_picked = False
@@ -412,8 +413,13 @@ class RunView(JobView):
         self._first_at = 0.0
         self._clock.start()
         emit = self.progressed.emit
-        self.ctx.jobs.run(
-            job.run, emit, on_done=self._done, on_error=self._failed, label="Evaluating"
+        self.ctx.run(
+            job.run,
+            emit,
+            changes=StoreChange.RESULTS,
+            on_done=self._done,
+            on_error=self._failed,
+            label="Evaluating",
         )
 
     def stop(self) -> None:

@@ -21,10 +21,10 @@ from PySide6.QtWidgets import (
 )
 
 from studio import theme
-from studio.context import StudioContext
-from studio.pages.data_conversation import ConversationView
-from studio.pages.data_widgets import Pane
-from studio.pages.evaluate_plots import VariantPlot
+from studio.context import StoreChange, StudioContext
+from studio.pages.data.conversation import ConversationView
+from studio.pages.data.widgets import Pane
+from studio.pages.evaluate.plots import VariantPlot
 from studio.widgets.common import Banner, ElidedLabel, button, chip, clear_layout, label
 from studio.widgets.tables import Column, RecordTable, score_tone
 
@@ -325,6 +325,7 @@ class ResultsView(QWidget):
             lambda: self.view is not None and self.resume_requested.emit(self.view.run.id)
         )
         ctx.opened.connect(self.refresh)
+        ctx.storeChanged.connect(self._store_changed)
         self._show_empty()
 
     # ------------------------------------------------------------------ runs
@@ -333,6 +334,13 @@ class ResultsView(QWidget):
         if not self._listed and self.ctx.store is not None:
             self.refresh()
         super().showEvent(event)
+
+    def _store_changed(self, changes: StoreChange) -> None:
+        """Evaluation results were written: re-list now if shown, else when next shown."""
+        if changes & StoreChange.RESULTS:
+            self._listed = False
+            if self.isVisible() and self.ctx.store is not None:
+                self.refresh()
 
     def refresh(self, select: str | None = None) -> None:
         """Re-list the runs (and the distribution plot); select `select` when given."""

@@ -55,8 +55,8 @@ from PySide6.QtWidgets import (
 from studio import theme
 from studio.context import StudioContext
 from studio.logic.chat_server import Endpoint, ServerProblem
-from studio.pages.chat_column import ChatColumn, TurnView
-from studio.pages.chat_server_panel import ServerPanel
+from studio.pages.chat.column import ChatColumn, TurnView
+from studio.pages.chat.server_panel import ServerPanel
 from studio.widgets import cards
 from studio.widgets.cards import FaultCard
 from studio.widgets.common import Banner, PageHeader, Segmented, button, label, tool_button
@@ -127,6 +127,7 @@ class ChatPage(QWidget):
         self._mode_changed()
         ctx.opened.connect(self._on_opened)
         ctx.versionsChanged.connect(self._load_harnesses)
+        ctx.modelsChanged.connect(self._reload_models)
         if ctx.store is not None:
             self._on_opened()
         app = QApplication.instance()
@@ -151,7 +152,6 @@ class ChatPage(QWidget):
         for key, panel in self.servers.items():
             panel.endpointChanged.connect(lambda ep, k=key: self._endpoint_changed(k, ep))
             panel.stateChanged.connect(lambda _s: self._refresh_headers())
-            panel.modelsChanged.connect(self._reload_models)
             col.addWidget(panel)
 
         # ---- harness and generation

@@ -34,7 +34,7 @@ from studio.logic.components import (
     tool_file_text,
     tool_from_fields,
 )
-from studio.pages.editor_base import ComponentEditor, problem_line
+from studio.pages.harness.editor_base import ComponentEditor, problem_line
 from studio.session import EditSession
 from studio.widgets.common import Banner, Field, button, label, scrolling, set_invalid, tool_button
 

@@ -46,8 +46,8 @@ from studio.logic.train_forms import (
     newest_dataset,
     split_problem,
 )
-from studio.pages.train_hub import run_hub
-from studio.pages.train_monitor import STAGE_NAMES, RunMonitor
+from studio.pages.train.monitor import STAGE_NAMES, RunMonitor
+from studio.run_hub import run_hub
 from studio.widgets.common import (
     Banner,
     CodeEdit,
@@ -159,6 +159,7 @@ class TrainPage(QWidget):
         self.hub.envReady.connect(self._env_ready)
         self.hub.runsChanged.connect(self._runs_changed)
         ctx.opened.connect(self._load_models)
+        ctx.modelsChanged.connect(self._load_models)
         if ctx.store is not None:
             self._load_models()
         if self.env is not None:

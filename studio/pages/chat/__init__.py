@@ -1,0 +1,1 @@
+"""The Chat page: the served model's columns and their server cards."""

@@ -1,0 +1,1 @@
+"""The Data page: tasks, generated rows and their conversations."""

@@ -1,0 +1,1 @@
+"""The Evaluate page: runs, results, plots and the harness-edit impact test."""

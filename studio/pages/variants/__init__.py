@@ -1,0 +1,1 @@
+"""The Variants page: HSA variants of a harness previewed against its own."""
