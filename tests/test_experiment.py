@@ -106,6 +106,43 @@ def test_the_recorded_command_is_the_users_not_the_host_process(
     assert result.exit_code == 1 and "'not-registered' is not registered" in result.output
     state = json.loads((folder / "state.json").read_text())
     assert state["command"] == f"hat experiment replicate --profile {profile} --out {folder}"
+    # a resume keeps the command that started the run and records its own beside it
+    result = runner.invoke(app, ["experiment", "replicate", "--resume", str(folder)])
+    assert result.exit_code == 1
+    state = json.loads((folder / "state.json").read_text())
+    assert state["command"] == f"hat experiment replicate --profile {profile} --out {folder}"
+    assert state["resumed_with"] == [f"hat experiment replicate --resume {folder}"]
+
+
+def test_a_seed_reseeds_training_data_and_stages_but_not_the_evaluation_items(
+    hat_home: Path, tmp_path: Path
+) -> None:
+    """`--seed N` is a second sample of the whole method (tasks, variants, RL tasks, data
+    order, LoRA init) on the same evaluation items; it is fixed when the run starts."""
+    import yaml
+
+    base = load_profile("cpu")
+    seeded = base.with_seed(3)
+    assert seeded.seed == seeded.data.seed == 3
+    assert {seeded.hat.sft.seed, seeded.hat.opd.seed, seeded.hat.rl.seed} == {3}
+    assert seeded.hat.rl.task_seed == 3 and seeded.fixed_sft().seed == 3
+    assert seeded.eval == base.eval and seeded.hat.sft.max_steps == base.hat.sft.max_steps
+    assert base.seed == 0  # the bundled profile is left as it is
+
+    data = load_profile("ci").model_dump(mode="json")
+    data["model"] = "not-registered"
+    profile = tmp_path / "mine.yaml"
+    profile.write_text(yaml.safe_dump(data))
+    folder = tmp_path / "rep"
+    args = ["experiment", "replicate", "--profile", str(profile), "--out", str(folder)]
+    result = runner.invoke(app, [*args, "--seed", "2"])
+    assert result.exit_code == 1  # the model is not registered: setup fails, state is kept
+    kept = yaml.safe_load((folder / "profile.yaml").read_text())
+    assert kept["data"]["seed"] == 2 and kept["hat"]["rl"]["task_seed"] == 2
+    assert json.loads((folder / "state.json").read_text())["command"].endswith("--seed 2")
+    result = runner.invoke(app, ["experiment", "replicate", "--resume", str(folder), "--seed", "5"])
+    assert result.exit_code == 1 and "keeps its own" in result.output
+    assert yaml.safe_load((folder / "profile.yaml").read_text())["data"]["seed"] == 2
 
 
 # ----------------------------------------------------------------------------- harnesses

@@ -60,6 +60,16 @@ def replicate(
     until: Annotated[
         str | None, typer.Option("--until", help="Stop after this step (setup, data, ...).")
     ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            min=0,
+            help="Seed of a new replication: training tasks, HSA variants, RL tasks, data "
+            "order and LoRA initialisation (evaluation items stay the same). Default: the "
+            "profile's.",
+        ),
+    ] = None,
     deadline: Annotated[
         str | None,
         typer.Option(
@@ -80,6 +90,8 @@ def replicate(
         fail(f"--until {until!r}: one of {', '.join(STEPS)}")
     if (profile is None) == (resume is None):
         fail("give --profile NAME for a new replication or --resume FOLDER")
+    if seed is not None and resume is not None:
+        fail("--seed is set when a replication starts; a resumed one keeps its own")
     ifeval_path: str | None = None
     if ifeval is not None:
         if not ifeval.is_file():
@@ -104,13 +116,19 @@ def replicate(
             else:
                 assert profile is not None
                 prof = load_profile(profile)
+                if seed is not None:
+                    prof = prof.with_seed(seed)
                 stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
                 folder = out or home() / "experiments" / f"{prof.name}-{stamp}"
                 run = Replication.create(store, prof, folder, ifeval_path=ifeval_path)
             run.deadline = _deadline(deadline) if deadline else None
             given = {"--profile": profile, "--resume": resume, "--out": out, "--ifeval": ifeval,
-                     "--results": results, "--until": until, "--deadline": deadline}  # fmt: skip
-            run.state["command"] = _command_line(given)
+                     "--seed": seed, "--results": results, "--until": until,
+                     "--deadline": deadline}  # fmt: skip
+            if resume is None:
+                run.state["command"] = _command_line(given)
+            else:  # the command that started it stays the report's, with the seed it set
+                run.state.setdefault("resumed_with", []).append(_command_line(given))
             run.save()
             _say(f"replication {run.profile.name} in {run.folder}")
             run.run_all(on_message=_say, until=until)

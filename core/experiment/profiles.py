@@ -128,6 +128,26 @@ class Profile(_Model):
             raise ValueError("harness 'focus' needs `categories` (the skills and tools it keeps)")
         return self
 
+    def with_seed(self, seed: int) -> Profile:
+        """The same profile under another seed: the training tasks and their HSA variants,
+        the RL tasks, and each stage's data order and LoRA initialisation. The evaluation
+        items are not seeded here (every run evaluates the same test tasks), so two seeds'
+        reports compare the models on the same items."""
+        hat = self.hat.model_copy(
+            update={
+                "sft": self.hat.sft.model_copy(update={"seed": seed}),
+                "opd": self.hat.opd.model_copy(update={"seed": seed}),
+                "rl": self.hat.rl.model_copy(update={"seed": seed, "task_seed": seed}),
+            }
+        )
+        data = self.data.model_copy(update={"seed": seed})
+        return self.model_copy(update={"data": data, "hat": hat})
+
+    @property
+    def seed(self) -> int:
+        """The run's seed as `with_seed` sets it (the data seed; stages follow it)."""
+        return self.data.seed
+
     def fixed_sft(self) -> SftConfig:
         """HAT's SFT settings with HAT's total step count (module doc: matched budgets)."""
         return self.hat.sft.model_copy(update={"max_steps": self.hat.total_steps, "merge": True})

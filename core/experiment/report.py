@@ -439,10 +439,12 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
             "",
         ]
     command = run.state.get("command")
-    if command:
-        lines += ["Command:", "", "```", command, "```", ""]
+    resumed = [str(c) for c in run.state.get("resumed_with") or []]
+    if command or resumed:
+        lines += ["Command:", "", "```", *([command] if command else []), *resumed, "```", ""]
     lines += [
-        f"Run folder `{run.folder.name}`, created {run.state.get('created_at')}. "
+        f"Run folder `{run.folder.name}`, created {run.state.get('created_at')}, seed "
+        f"{prof.seed}. "
         f"Student `{run.step('setup').get('base_model')}` (LoRA), harness mode `{prof.harness}`, "
         f"total wall time {run.total_wall_s() / 60:.1f} min.",
         "",
