@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -372,3 +373,61 @@ def test_variant_summary_gap_worst_of_k_and_paired_hv_difference() -> None:
     assert "tool_schemas" in fixed["dimension_cost"]
     diff = hv_difference(hv_hat, hv_fixed)
     assert diff is not None and diff["mean"] == pytest.approx(0.5)
+
+
+def _seed_report(folder: Path, seed: int, hat: dict[str, float], fixed: dict[str, float]) -> Path:
+    """A report.json as write_replication_report writes it, cut to what `seeds` reads."""
+
+    def model(per_task: dict[str, float]) -> dict[str, Any]:
+        mean = sum(per_task.values()) / len(per_task)
+        ci = {"mean": mean, "low": mean, "high": mean, "n": len(per_task)}
+        return {"ls-qa": {"accuracy": ci}, "hv-qa": {"accuracy": ci, "per_task": per_task}}
+
+    folder.mkdir(parents=True)
+    data = {
+        "profile": {"data": {"seed": seed}},
+        "models": {"fixed": model(fixed), "hat": model(hat)},
+    }
+    (folder / "report.json").write_text(json.dumps(data))
+    return folder
+
+
+def test_seeds_pool_hat_minus_fixed_paired_by_task(tmp_path: Path) -> None:
+    """Two seeds on the same tasks: the pooled difference is the mean of every (seed, task)
+    pair; tasks are resampled as clusters, so a task where the seeds disagree widens it."""
+    from core.experiment.seeds import SeedsError, pooled_difference, read_report, seeds_markdown
+
+    tasks = [f"test.price.{i:04d}" for i in range(10)]
+    one = _seed_report(
+        tmp_path / "s0",
+        0,
+        {t: 1.0 for t in tasks},
+        {t: 0.5 if i < 5 else 1.0 for i, t in enumerate(tasks)},
+    )
+    two = _seed_report(tmp_path / "s1", 1, {t: 0.5 for t in tasks}, {t: 0.5 for t in tasks})
+    reports = [read_report(one), read_report(two / "report.json")]
+    pooled = pooled_difference(reports)
+    assert pooled["pairs"] == 20 and pooled["tasks"] == 10
+    assert pooled["mean"] == pytest.approx((5 * 0.5) / 20)
+    assert pooled["low"] <= pooled["mean"] <= pooled["high"] and pooled["high"] > pooled["low"]
+    text = seeds_markdown(reports)
+    assert "| 0 | HAT |" in text and "| 1 | fixed-SFT |" in text
+    assert "over seeds 0, 1: **12.5 [" in text
+
+    old = tmp_path / "old"  # a report from before per-task accuracies were kept
+    old.mkdir()
+    data = json.loads((one / "report.json").read_text())
+    del data["models"]["hat"]["hv-qa"]["per_task"]
+    (old / "report.json").write_text(json.dumps(data))
+    assert pooled_difference([reports[0], read_report(old)])["missing"] == [
+        str(old / "report.json")
+    ]
+    with pytest.raises(SeedsError, match="given twice"):
+        seeds_markdown([reports[0], read_report(one)])
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(SeedsError, match=r"bad\.json: no .models. table"):
+        read_report(tmp_path / "bad.json")
+    result = runner.invoke(
+        app, ["experiment", "seeds", str(one), str(two), "--out", str(tmp_path / "t.md")]
+    )
+    assert result.exit_code == 0 and (tmp_path / "t.md").read_text() in result.output

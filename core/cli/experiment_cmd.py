@@ -189,3 +189,26 @@ def status(folder: Annotated[Path, typer.Argument(help="A replication run folder
                 f"{'' if wall is None else f'{wall:.0f} s'}{extra}",
                 markup=False,
             )
+
+
+@app.command()
+def seeds(
+    reports: Annotated[
+        list[Path],
+        typer.Argument(help="Replications' report.json files (or the folders holding them)."),
+    ],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Also write the table to this Markdown file.")
+    ] = None,
+) -> None:
+    """Several seeds' replications side by side, with HAT - fixed-SFT on HV-QA pooled over
+    seeds and paired by task (core/experiment/seeds.py)."""
+    from core.experiment.seeds import SeedsError, read_report, seeds_markdown
+
+    try:
+        text = seeds_markdown([read_report(path) for path in reports])
+    except SeedsError as exc:
+        fail(str(exc))
+    if out is not None:
+        out.write_text(text, encoding="utf-8")
+    typer.echo(text)  # Markdown: never wrapped to the terminal's width

@@ -197,6 +197,12 @@ def _per_task(rows: Sequence[EvalResult], value: Any = accuracy) -> dict[str, li
     return out
 
 
+def task_means(rows: Sequence[EvalResult]) -> dict[str, float]:
+    """Each task's accuracy (its variants averaged), kept in report.json so that runs of
+    other seeds can be paired with this one task by task (core/experiment/seeds.py)."""
+    return {task: float(np.mean(values)) for task, values in sorted(_per_task(rows).items())}
+
+
 def variant_summary(ls: Sequence[EvalResult], hv: Sequence[EvalResult]) -> dict[str, Any]:
     """HV-QA against LS-QA on the same tasks: the variant gap (LS - HV accuracy, paired per
     task), worst-of-K accuracy (a task counts only if every variant of it is right), P5 of
@@ -275,9 +281,11 @@ def collect(run: Replication) -> dict[str, Any]:
             entry["variants"] = variant_summary(rows.get("ls-qa", []), rows["hv-qa"])
         if "ls-qa" in rows:
             entry["ls-qa"] = agent_summary(rows["ls-qa"])
+            entry["ls-qa"]["per_task"] = task_means(rows["ls-qa"])
         if "hv-qa" in rows:
             entry["hv-qa"] = agent_summary(rows["hv-qa"], clustered=True)
             entry["hv-qa"]["dimensions"] = _dimensions(rows["hv-qa"])
+            entry["hv-qa"]["per_task"] = task_means(rows["hv-qa"])
         if "ifeval" in rows:
             entry["ifeval"] = ifeval_summary(rows["ifeval"])
         if "edit" in rows and "ls-qa" in rows:
