@@ -314,7 +314,9 @@ def evaluate_screens(win, wait, idle, grab) -> None:  # type: ignore[no-untyped-
         store.load("head", name), Renames(tools={"get_product_by_link": "product_details"})
     )
     store.commit(renamed, "Rename get_product_by_link to product_details")
-    win.ctx.versionsChanged.emit()
+    from studio.context import StoreChange
+
+    win.ctx.announce(StoreChange.VERSIONS)  # as a commit from the studio announces it
     win.show_page("evaluate")
     page = win.page("evaluate")
     idle()

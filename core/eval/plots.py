@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.eval.results import Suite
+from core.eval.results import SUITE_LABELS, Suite
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -94,8 +94,6 @@ def plot_scores(reports: Mapping[str, EvalReport], path: Path, *, title: str | N
                     fontsize=7.5,
                     color=INK,
                 )
-    from core.eval.report import SUITE_LABELS
-
     ax.set_xticks(x, [SUITE_LABELS[s] for s in suites])
     ax.set_ylim(0, 1.12)
     ax.set_yticks(np.linspace(0, 1, 6))

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.eval.ifeval import IfevalScore
-from core.eval.results import EvalResult, ResultStatus, Suite
+from core.eval.results import SUITE_LABELS, EvalResult, ResultStatus, Suite
 from core.eval.stats import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
@@ -40,13 +40,6 @@ from core.eval.stats import (
     variant_distribution,
 )
 
-SUITE_LABELS: dict[Suite, str] = {
-    Suite.LS_QA: "LS-QA",
-    Suite.HV_QA: "HV-QA",
-    Suite.ROBUSTNESS: "Robustness",
-    Suite.IFEVAL: "IFEval",
-    Suite.TASKS: "Your tasks",
-}
 IFEVAL_LABELS = {
     "prompt_level_strict_acc": "prompt-level strict",
     "inst_level_strict_acc": "instruction-level strict",

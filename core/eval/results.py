@@ -30,6 +30,16 @@ class Suite(StrEnum):
     """The operator's own task file (core/taskfile), test split, under the run's harness."""
 
 
+SUITE_LABELS: dict[Suite, str] = {
+    Suite.LS_QA: "LS-QA",
+    Suite.HV_QA: "HV-QA",
+    Suite.ROBUSTNESS: "Robustness",
+    Suite.IFEVAL: "IFEval",
+    Suite.TASKS: "Your tasks",
+}
+"""How tables, plots and the studio name each suite (the one table of suite labels)."""
+
+
 class ResultStatus(StrEnum):
     OK = "ok"
     """The item ran to a reply and was graded (a wrong answer is still `ok`, with score 0)."""

@@ -319,10 +319,75 @@ class ImpactReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able summary (the CLI's --json and the studio)."""
-        from core.eval.impact import report_dict
-
         return report_dict(self)
 
 
 class EvalError(ValueError):
     """A request that cannot run (unknown model, harness, suite data); the message says why."""
+
+
+def _result_dict(result: EvalResult) -> dict[str, Any]:
+    return {
+        "score": result.score,
+        "passed": result.passed,
+        "status": result.status.value,
+        "reason": result.reason,
+        "trace_id": result.trace_id,
+    }
+
+
+def report_dict(report: ImpactReport) -> dict[str, Any]:
+    """JSON-able form of an ImpactReport."""
+
+    def flip(f: Flip) -> dict[str, Any]:
+        return {
+            "suite": f.key[0],
+            "task_id": f.key[1],
+            "variant_seed": f.key[2],
+            "sample": f.key[3],
+            "direction": f.direction,
+            "components": list(f.components),
+            "before": _result_dict(f.before),
+            "after": _result_dict(f.after),
+        }
+
+    return {
+        "model": report.model,
+        "adapter": report.adapter,
+        "from_version": report.from_version,
+        "to_version": report.to_version,
+        "suites": [s.value for s in report.suites],
+        "from_run": report.from_run,
+        "to_run": report.to_run,
+        "reused": list(report.reused),
+        "paired": report.paired,
+        "score_from": report.score_from,
+        "score_to": report.score_to,
+        "delta": report.delta,
+        "delta_ci": list(report.delta_ci),
+        "pass_from": report.pass_from,
+        "pass_to": report.pass_to,
+        "pass_delta": report.pass_delta,
+        "pass_delta_ci": list(report.pass_delta_ci),
+        "broke": report.broke,
+        "fixed": report.fixed,
+        "changes": [
+            {
+                "component": c.component,
+                "name": c.name,
+                "old_name": c.old_name,
+                "change": c.change,
+                "path": c.path,
+            }
+            for c in report.changes
+        ],
+        "groups": [
+            {
+                "component": g.change.label if g.change is not None else None,
+                "broke": g.broke,
+                "fixed": g.fixed,
+                "flips": [flip(f) for f in g.flips],
+            }
+            for g in report.groups
+        ],
+    }

@@ -48,11 +48,12 @@ import yaml
 
 from core.eval.results import Suite
 from core.experiment.profiles import Profile, edited_harness_path, parse_profile
+from core.experiment.report import write_replication_report
+from core.experiment.steps import EVAL_PARTS as EVAL_PARTS
+from core.experiment.steps import MODELS as MODELS
+from core.experiment.steps import STEPS as STEPS
 from core.store import Store
 
-STEPS = ("setup", "data", "train", "eval-base", "eval-fixed", "eval-hat", "report")
-MODELS = ("base", "fixed", "hat")
-EVAL_PARTS = ("hv-qa", "ifeval", "ls-qa", "edit")
 STATE_FILE = "state.json"
 PROFILE_FILE = "profile.yaml"
 
@@ -599,8 +600,6 @@ class Replication:
     # ------------------------------------------------------------------ 6. report
 
     def _report(self, entry: dict[str, Any], say: Message) -> None:
-        from core.experiment.report import write_replication_report
-
         paths = write_replication_report(self, self.folder / "report")
         entry["files"] = {k: str(v) for k, v in paths.items()}
         say(f"report: {paths['markdown']}")

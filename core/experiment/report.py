@@ -28,6 +28,7 @@ import numpy as np
 
 from core.eval.results import EvalResult, ResultStatus, Suite
 from core.eval.stats import Interval, bootstrap_ci
+from core.experiment.steps import MODELS, STEPS
 
 if TYPE_CHECKING:
     from core.experiment.replicate import Replication
@@ -418,8 +419,6 @@ def _plots(models: dict[str, Any], out: Path) -> dict[str, Path]:
 def _completeness(run: Replication) -> list[str]:
     """A warning line per evaluation step that did not finish (deadline or failure), and the
     run's notes (what an operator changed during the run, and why)."""
-    from core.experiment.replicate import MODELS
-
     lines = [f"> **Run note:** {note}" for note in run.state.get("notes") or []]
     for model in MODELS:
         entry = run.step(f"eval-{model}")
@@ -600,8 +599,6 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
         "| step | wall time (s) |",
         "|---|---|",
     ]
-    from core.experiment.replicate import STEPS
-
     for name in STEPS:
         entry = steps.get(name) or {}
         lines.append(f"| {name} ({entry.get('status', 'pending')}) | {entry.get('wall_s', '—')} |")

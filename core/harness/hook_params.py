@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.harness.errors import FieldValueError
 
-if TYPE_CHECKING:
-    from core.harness.models import HookKind
+
+class HookKind(StrEnum):
+    """Declarative checks cover the common cases; `python` runs user code in a child process.
+    Defined beside the parameters each kind takes (core.harness.models re-exports it)."""
+
+    REQUIRE_REPLY_SKILL = "require_reply_skill"
+    VALIDATE_TOOL_ARGS = "validate_tool_args"
+    FORBIDDEN_CLAIMS = "forbidden_claims"
+    FACT_CHECK = "fact_check"
+    REPLY_FORMAT = "reply_format"
+    PYTHON = "python"
+
 
 # Thousands groups first so "1,299,000" is one number, not "1,299" and "000".
 DEFAULT_NUMBER_PATTERN = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
@@ -96,8 +107,6 @@ class PythonParams(_Params):
 
 
 def params_model(kind: HookKind) -> type[_Params]:
-    from core.harness.models import HookKind
-
     models: dict[HookKind, type[_Params]] = {
         HookKind.REQUIRE_REPLY_SKILL: RequireReplySkillParams,
         HookKind.VALIDATE_TOOL_ARGS: ValidateToolArgsParams,

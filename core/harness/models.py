@@ -16,6 +16,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core.harness.errors import FieldValueError
+from core.harness.hook_params import HookKind as HookKind
+from core.harness.hook_params import check_hook_params
 
 SKILL_NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -337,17 +339,6 @@ class HookEvent(StrEnum):
     BEFORE_REPLY = "before_reply"
 
 
-class HookKind(StrEnum):
-    """Declarative checks cover the common cases; `python` runs user code in a child process."""
-
-    REQUIRE_REPLY_SKILL = "require_reply_skill"
-    VALIDATE_TOOL_ARGS = "validate_tool_args"
-    FORBIDDEN_CLAIMS = "forbidden_claims"
-    FACT_CHECK = "fact_check"
-    REPLY_FORMAT = "reply_format"
-    PYTHON = "python"
-
-
 HOOK_EVENTS_BY_KIND: dict[HookKind, frozenset[HookEvent]] = {
     HookKind.REQUIRE_REPLY_SKILL: frozenset({HookEvent.BEFORE_REPLY}),
     HookKind.VALIDATE_TOOL_ARGS: frozenset({HookEvent.BEFORE_TOOL}),
@@ -436,8 +427,6 @@ class Hook(_Model):
             raise FieldValueError("source", "a python hook needs its source code")
         if self.kind is not HookKind.PYTHON and self.source is not None:
             raise FieldValueError("source", f"hook kind {self.kind.value} takes no python source")
-        from core.harness.hook_params import check_hook_params
-
         check_hook_params(self.kind, self.params)
         return self
 

@@ -45,29 +45,8 @@ from core.harness.hook_params import (
 from core.harness.models import Harness, Hook, HookEvent, HookKind, SkillKind
 from core.harness.patterns import Deadline, PatternTimeout, TimedPattern
 from core.harness.schema import argument_errors
-from core.runtime.trace import Decision
-
-
-@dataclass(frozen=True)
-class HookResult:
-    decision: Decision
-    reason: str = ""
-
-    @classmethod
-    def allow(cls, reason: str = "") -> HookResult:
-        return cls(Decision.ALLOW, reason)
-
-    @classmethod
-    def block(cls, reason: str) -> HookResult:
-        return cls(Decision.BLOCK, reason)
-
-    @classmethod
-    def error(cls, reason: str) -> HookResult:
-        return cls(Decision.ERROR, reason)
-
-    @property
-    def blocks(self) -> bool:
-        return self.decision is Decision.BLOCK
+from core.runtime.hook_result import HookResult as HookResult
+from core.runtime.python_hooks import run_python_hook
 
 
 @dataclass
@@ -120,8 +99,6 @@ def render_reminder(hook: Hook, reason: str, tool: str | None = None) -> str:
 async def run_hook(hook: Hook, data: HookInput, harness: Harness) -> HookResult:
     """Run any hook kind; never raises (a failing check is a HookResult with decision error)."""
     if hook.kind is HookKind.PYTHON:
-        from core.runtime.python_hooks import run_python_hook
-
         return await run_python_hook(hook, data.payload(hook, harness))
     try:
         return check_declarative(hook, data, harness)

@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.harness.models import Hook
-from core.runtime.hooks import HookResult
+from core.runtime.hook_result import HookResult
 
 ENV_ALLOW = frozenset(
     {

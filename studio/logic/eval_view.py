@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.eval.oracle_model import ORACLE, ORACLE_FIXED, fixed_name, oracle_factory
-from core.eval.report import SUITE_LABELS as REPORT_SUITE_LABELS
+from core.eval.results import SUITE_LABELS as REPORT_SUITE_LABELS
 from core.eval.results import EvalResult, ResultStatus, Suite
 from core.hsa.dimensions import DIMENSION_LABELS
 from studio.logic.data_turns import TurnItem, turns_from_trace
