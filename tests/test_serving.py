@@ -60,7 +60,9 @@ def test_vllm_command_line_cpu_defaults_tools_and_lora(
     argv = spec.argv
     assert argv[:3] == ["/opt/vllm/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
     assert argv[argv.index("--dtype") + 1] == cpu_dtype()
-    assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.3"
+    # a fixed KV cache on a CPU, not a share of the machine's memory
+    assert argv[argv.index("--kv-cache-memory-bytes") + 1] == str(2 * 2**30)
+    assert "--gpu-memory-utilization" not in argv
     assert "--enforce-eager" in argv
     i = argv.index("--enable-auto-tool-choice")
     assert argv[i + 1 : i + 3] == ["--tool-call-parser", "hermes"]
@@ -72,6 +74,16 @@ def test_vllm_command_line_cpu_defaults_tools_and_lora(
     gpu = build_launch(EngineConfig("vllm", python="p"), "/models/base", port=1)
     assert "--enforce-eager" not in gpu.argv and "--dtype" not in gpu.argv
     assert "VLLM_CPU_NUM_OF_RESERVED_CPU" not in gpu.env
+    assert "--kv-cache-memory-bytes" not in gpu.argv  # vLLM sizes a GPU's cache itself
+    assert "--gpu-memory-utilization" not in gpu.argv
+    monkeypatch.setattr("core.serving.engines.has_gpu", lambda: False)
+    share = build_launch(
+        EngineConfig("vllm", python="p", gpu_memory_utilization=0.5), "/m", port=1
+    ).argv
+    assert share[share.index("--gpu-memory-utilization") + 1] == "0.5"
+    assert "--kv-cache-memory-bytes" not in share  # a share the user asked for stands
+    sized = build_launch(EngineConfig("vllm", python="p", kv_cache_gib=0.5), "/m", port=1).argv
+    assert sized[sized.index("--kv-cache-memory-bytes") + 1] == str(2**29)
 
 
 @pytest.mark.parametrize(

