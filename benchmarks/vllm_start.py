@@ -1,12 +1,13 @@
 """How long a vLLM server of the demo model takes to answer healthy, and where the time goes.
 Not a test.
 
-    python benchmarks/vllm_start.py [--rounds 2] [--kv-gib 0 2] [--out start.json]
+    python benchmarks/vllm_start.py [--rounds 2] [--kv-gib 0 2 1] [--out start.json]
 
 Each round starts one server per setting, alternating their order, through the product's own
 `ManagedServer` (the command line `core.serving.engines.build_launch` makes on this machine),
-and times start -> healthy. `--kv-gib 0` is the product's default KV cache (a share of the
-machine's memory); another value passes `--kv-cache-memory-bytes`. The server's own log gives
+and times start -> healthy. `--kv-gib 0` sizes the KV cache as a share of the machine's memory
+(`--gpu-memory-utilization 0.3`, what CPU servers used before `CPU_KV_CACHE_GIB`); another
+value passes `--kv-cache-memory-bytes`. The server's own log gives
 the phases: weights loaded, engine init (profile, KV cache, warm-up). One server at a time;
 the machine should be otherwise idle.
 """
@@ -27,6 +28,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+SHARE = 0.3
+"""`--kv-gib 0`: the share of memory CPU servers were given before the fixed KV cache."""
+
 PHASES = {
     "weights_s": re.compile(r"Loading weights took ([\d.]+) seconds"),
     "engine_init_s": re.compile(
@@ -39,8 +43,12 @@ PHASES = {
 def start_once(model: str, kv_gib: float, logs: Path) -> dict[str, Any]:
     from core.serving import EngineConfig, ManagedServer
 
-    extra = ["--kv-cache-memory-bytes", str(int(kv_gib * 2**30))] if kv_gib else []
-    server = ManagedServer(EngineConfig("vllm", extra_args=extra), model, log_dir=logs)
+    config = (
+        EngineConfig("vllm", kv_cache_gib=kv_gib)
+        if kv_gib
+        else EngineConfig("vllm", gpu_memory_utilization=SHARE)
+    )
+    server = ManagedServer(config, model, log_dir=logs)
     t0 = time.monotonic()
     server.start()
     healthy = time.monotonic() - t0
@@ -80,7 +88,7 @@ def main() -> None:
             str(kv): median(r["healthy_s"] for r in runs if r["kv_setting_gib"] == kv)
             for kv in args.kv_gib
         }
-        print(f"median start -> healthy by KV setting (GiB, 0 = default): {summary}; "
+        print(f"median start -> healthy by KV setting (GiB, 0 = a 30 % share): {summary}; "
               f"load at start {load}, at the end {os.getloadavg()}")  # fmt: skip
         if args.out:
             data = {"runs": runs, "median_healthy_s": summary, "load": load}
