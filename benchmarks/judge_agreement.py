@@ -33,6 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from core.episode.live_room import LiveRoomWorld
 from core.episode.play import play
 from core.eval.planning import stratified, suite_tasks
 from core.harness.demo import load_demo_harness
@@ -67,7 +68,9 @@ async def oracle_traces(n: int) -> list[tuple[Any, Trace]]:
     for task in tasks:
         played = task_harness(task, harness)
         client = OracleClient(task, played, catalog)
-        episode = await play(task, played, client, catalog, surface=client.surface, graded=False)
+        episode = await play(
+            task, played, client, LiveRoomWorld(catalog), surface=client.surface, graded=False
+        )
         out.append((task, episode.trace))
     return out
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from core.episode.gold import gold_trace
-from core.episode.play import own_bindings
+from core.episode.task_file import TaskFileWorld
 from core.harness.folder import folder_files, import_folder
 from core.harness.models import Harness, ToolProtocol
 from core.harness.render import render_system_prompt
@@ -45,6 +45,7 @@ from core.runtime.loop import AgentLoop
 from core.runtime.tool_runtime import ToolRuntime
 from core.runtime.trace import Decision, HookStep, ToolCallStep, Trace
 from core.runtime.trajectory import Trajectory
+from core.sim.surface import HarnessSurface
 from core.taskfile.grading import grade_own
 from core.taskfile.models import OwnTask, load_task_file
 
@@ -112,9 +113,8 @@ async def _problems(
         problems.append("3: the inverse does not give the original trajectory")
     problems += [f"1: {p}" for p in schema_problems(harness, remapped)]
     native = harness.settings.tool_protocol is ToolProtocol.NATIVE
-    loop = AgentLoop(
-        harness, ScriptedClient(remapped.turns, native=native), own_bindings(harness, tools)
-    )
+    bindings = TaskFileWorld(desk(), tools).bindings(task, harness, HarnessSurface(harness))
+    loop = AgentLoop(harness, ScriptedClient(remapped.turns, native=native), bindings)
     run = await loop.run(task.message, context={"task": dict(task.context)})
     if not run.ok:
         problems.append(f"1: replay status {run.status.value}: {run.reason}")

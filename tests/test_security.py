@@ -456,6 +456,7 @@ def test_graders_and_oracle_bound_the_harness_patterns_too() -> None:
     """Item 5's class beyond the hooks: the simulator's graders and the oracle read the same
     forbidden-claim patterns. Before, they compiled them with plain `re`, and a backtracking
     pattern held grading (and oracle data generation) for as long as it took: minutes here."""
+    from core.episode.live_room import LiveRoomWorld
     from core.episode.play import play
     from core.sim.catalog import load_catalog
     from core.sim.conversation import Conversation
@@ -468,7 +469,9 @@ def test_graders_and_oracle_bound_the_harness_patterns_too() -> None:
     catalog = load_catalog()
     task = generate_tasks(Split.TRAIN, per_category=1)[0]
     harness = load_demo_harness()
-    played = asyncio.run(play(task, harness, OracleClient(task, harness, catalog), catalog))
+    played = asyncio.run(
+        play(task, harness, OracleClient(task, harness, catalog), LiveRoomWorld(catalog))
+    )
     assert played.trace.ok
 
     slow = _reply_hook("forbidden_claims", {"patterns": ["(a|aa)+$"]})

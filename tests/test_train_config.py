@@ -397,7 +397,7 @@ def test_rl_rewards_grade_the_sampled_turn(rl_env: object) -> None:
         # The oracle's own output at that turn: regenerate it from the gold trace.
         import asyncio
 
-        trace = asyncio.run(rl_env._gold(prompt.task, prompt.variant_seed))
+        trace = rl_env.gold_trace(prompt.task, prompt.variant_seed)
         step = [s for s in trace.steps_of(ModelCallStep) if s.error is None][prompt.turn - 1]
         good = rl_env.score(prompt.task, prompt.variant_seed, prompt.turn, step.raw_output, 8)
         assert good.scores["accuracy"] == 1.0 and not good.turn_failed, (prompt.key, good.reasons)

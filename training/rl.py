@@ -1,8 +1,10 @@
-"""Stage 3, HSA-RL: TRL `GRPOTrainer` in the simulated live room.
+"""Stage 3, HSA-RL: TRL `GRPOTrainer` in a world: the simulated live room, or the operator's
+own harness and task file (`tasks` names a task file: its train split, the harness's own
+tools, the task file's graders).
 
 Prompt groups and rewards come from core/train/rl_env.py (torch-free; its docstring is the
 reward design): each group is one task under a fresh harness variant (the configured HSA
-sampler), at one turn of the oracle's trajectory, with fault injection on. Five reward
+sampler), at one turn of the gold trajectory, with fault injection on in the live room. Five reward
 functions, one per component (accuracy, effectiveness, tool_rationality, skill_selection,
 length), share one cache so each completion runs through the agent loop and the graders once;
 GRPO logs each as `rewards/<name>/mean` and combines them with `reward_weights`.
@@ -16,20 +18,18 @@ from __future__ import annotations
 from typing import Any
 
 from core.harness.models import Harness
-from core.sim.models import Task
 from core.train.config import REWARD_COMPONENTS, RlConfig
 from core.train.data import DataError
 from training.common import StageContext, make_callback, resolve_device, student, trainer_kwargs
 
 
-def load_tasks(config: RlConfig) -> list[Task]:
-    """The stage's tasks through the one task-source resolver (live-room tasks only)."""
-    from core.taskfile.sources import TaskSourceError, load_live_source
+def load_tasks(config: RlConfig) -> list[Any]:
+    """The stage's tasks through the one task-source resolver: live-room tasks, or a task
+    file's train split (played in the harness's own world)."""
+    from core.taskfile.sources import TaskSourceError, load_source
 
     try:
-        return load_live_source(
-            config.tasks, seed=config.task_seed, per_category=config.per_category
-        )
+        return load_source(config.tasks, seed=config.task_seed, per_category=config.per_category)
     except TaskSourceError as exc:
         raise DataError(f"cannot read the tasks {config.tasks}: {exc}") from None
 
@@ -55,7 +55,8 @@ def groups_needed(config: RlConfig, batch: int, tasks: int) -> int:
 
 def run(config: RlConfig, ctx: StageContext) -> str:
     from core.sim.catalog import load_catalog
-    from core.train.rl_env import RewardCache, RlEnvironment, reward_functions
+    from core.taskfile.sources import source_is_task_file
+    from core.train.rl_env import RlEnvironment
 
     tasks = load_tasks(config)
     if not tasks:
@@ -71,7 +72,17 @@ def run(config: RlConfig, ctx: StageContext) -> str:
         turn=config.turn,
         seed=config.seed,
         length_budget=config.length_budget,
+        task_file=source_is_task_file(config.tasks),
     )
+    try:
+        return _train(config, ctx, env, tasks, harness_id)
+    finally:
+        env.close()
+
+
+def _train(config: RlConfig, ctx: StageContext, env: Any, tasks: list[Any], harness_id: str) -> str:
+    from core.train.rl_env import RewardCache, reward_functions
+
     device = resolve_device(config)
     from training.common import accumulation
 

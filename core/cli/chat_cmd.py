@@ -63,19 +63,6 @@ def load_harness(spec: str | None, *, trust: bool = False) -> Harness:
         return store.load(spec)
 
 
-def room_bindings(seed: int) -> object:
-    """Simulator bindings for a plausible live room (the room of a dev-split task)."""
-    from core.runtime.bindings import Bindings
-    from core.sim.catalog import load_catalog
-    from core.sim.models import Split
-    from core.sim.room import LiveRoom
-    from core.sim.tasks import generate_tasks
-
-    catalog = load_catalog()
-    task = generate_tasks(Split.DEV, seed=seed, per_category=1)[0]
-    return LiveRoom(catalog, task.room, seed=seed).register(Bindings())
-
-
 def _print_step(step: Step) -> None:
     from core.runtime.trace import ModelCallStep, SkillLoadStep, ToolCallStep
 
@@ -172,8 +159,7 @@ def chat(
 ) -> None:
     """Chat in the terminal; one latency line per reply. The harness's tools run where they
     are bound: the live-room simulator, Python functions, MCP servers, HTTP endpoints."""
-    from core.runtime.bindings import Bindings
-    from core.runtime.tool_runtime import ToolRuntime, binding_problems
+    from core.runtime.tool_runtime import binding_problems
     from core.serving.chat import ChatSession
     from core.serving.client import GenerationOptions, OpenAIChatClient
 
@@ -182,8 +168,6 @@ def chat(
     if problems:
         listed = "\n".join(f"  {p.message}" for p in problems)
         fail(f"the harness has tools the runtime cannot run:\n{listed}")
-    bindings = room_bindings(seed)
-    assert isinstance(bindings, Bindings)
     server = None
     with open_store() as store:
         if url is None:
@@ -196,10 +180,15 @@ def chat(
         try:
 
             async def run() -> None:
-                from core.episode.play import own_bindings
+                from contextlib import AsyncExitStack
 
-                async with ToolRuntime(the_harness) as tools:
-                    own_bindings(the_harness, tools, bindings)
+                from core.episode.open_world import chat_world
+                from core.sim.surface import HarnessSurface
+
+                async with AsyncExitStack() as stack:
+                    world = await chat_world(the_harness, stack, seed=seed)
+                    surface = HarnessSurface(the_harness, {}, {}, {})
+                    bindings = world.bindings(None, the_harness, surface)
                     client = OpenAIChatClient(
                         base_url,
                         mid,

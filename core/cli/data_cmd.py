@@ -172,7 +172,10 @@ def generate(
             max_tokens=max_tokens,
         )
         chosen = Teacher.shared(remote.spec, remote)
-    judged = [t.id for t in task_list if isinstance(t, OwnTask) and t.needs_judge]
+    from core.taskfile.sources import source_is_task_file
+
+    task_file = source_is_task_file(tasks)
+    judged = [t.id for t in task_list if task_file and getattr(t, "needs_judge", False)]
     if judged and not (judge_url and judge_model):
         fail(
             f"tasks {', '.join(judged[:5])} have only a reference answer: give --judge-url and "
@@ -219,8 +222,13 @@ def generate(
         lines.update(done, total, f"{result.key}: {verdict}")
 
     async def run() -> GenerateSummary:
+        from core.episode.open_world import open_world
+
         try:
-            return await generate(task_list, base, catalog, chosen, config, on_result=progress)
+            async with open_world(base, task_file=task_file, catalog=catalog, judge=judge) as world:
+                return await generate(
+                    task_list, base, catalog, chosen, config, world=world, on_result=progress
+                )
         finally:
             if remote is not None:
                 await remote.close()
@@ -229,7 +237,7 @@ def generate(
 
     try:
         summary = asyncio.run(run())
-    except ValueError as exc:  # a harness whose bindings cannot run: nothing was generated
+    except ValueError as exc:  # bindings that cannot run, golds that cannot play: nothing ran
         fail(str(exc))
     data = summary.to_dict()
     console.print(
@@ -239,3 +247,8 @@ def generate(
     )
     if data["reasons"]:
         console.print("rejected: " + json.dumps(data["reasons"]), markup=False)
+    failed = summary.failed(oracle=chosen.gold)
+    if failed:
+        shown = "\n".join(f"  {kind}: {text}" for kind, text in summary.examples.items())
+        what = "jobs the oracle did not get full marks on" if chosen.gold else "failed jobs"
+        fail(f"{failed} {what} (first of each kind):\n{shown}")

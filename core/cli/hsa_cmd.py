@@ -80,8 +80,7 @@ def _harness(path: Path | None, trust: bool = False) -> Harness:
 
 def _own_gold(path: Path, task_id: str | None, seed: int, harness: Harness) -> tuple[Any, Trace]:
     """A task-file task (by id, else by seed) and its gold run through the harness's tools."""
-    from core.episode.gold import gold_trace
-    from core.runtime.tool_runtime import ToolRuntime, binding_problems
+    from core.episode.open_world import WorldUnavailable, open_world
     from core.taskfile.models import TaskFileError, load_task_file
 
     try:
@@ -95,18 +94,15 @@ def _own_gold(path: Path, task_id: str | None, seed: int, harness: Harness) -> t
         if found is None:
             fail(f"{path}: no task {task_id!r}")
         chosen = found
-    problems = binding_problems(harness)
-    if problems:
-        fail(
-            "the harness has tools the runtime cannot run: "
-            + "; ".join(p.message for p in problems)
-        )
 
     async def run() -> Trace:
-        async with ToolRuntime(harness) as tools:
-            return await gold_trace(chosen, harness, tools)
+        async with open_world(harness, task_file=True) as world:
+            return await world.gold_trace(chosen, harness)
 
-    return chosen, asyncio.run(run())
+    try:
+        return chosen, asyncio.run(run())
+    except WorldUnavailable as exc:
+        fail(str(exc))
 
 
 def _policy(bank: str, strength: str, dimensions: list[str] | None) -> Policy:

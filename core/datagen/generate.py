@@ -43,7 +43,6 @@ CPU work, so concurrency only helps remote teachers.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from collections import Counter
@@ -55,21 +54,22 @@ from typing import IO, TYPE_CHECKING, Any
 from core.datagen.rows import is_hook_retry, keep_whole, prune
 from core.datagen.teacher import ORACLE, TeacherSpec
 from core.datagen.variants import HarnessVariant, VariantSampler, variants_for
+from core.episode.live_room import LiveRoomWorld
 from core.episode.play import play
+from core.episode.world import GoldUnavailable, World, surface_of
 from core.harness.models import Harness
 from core.harness.render import tool_specs
 from core.runtime.client import ChatClient
 from core.runtime.trace import Trace
 from core.sim.graders import Grades
-from core.sim.models import Catalog, Task
-from core.sim.oracle import OracleClient, task_harness
-from core.sim.surface import HarnessSurface
-from core.taskfile.models import OwnTask
 
 if TYPE_CHECKING:
-    from core.runtime.tool_runtime import ToolRuntime
+    from core.sim.models import Catalog
 
 GENERATOR = "hat-datagen/1"
+
+FAILURE_KINDS = frozenset({"crash", "timeout", "unplayable"})
+"""Rejection kinds that are failures of the job, not verdicts on the teacher's answer."""
 
 ClientFactory = Callable[[Any, HarnessVariant, Harness], ChatClient]
 """Builds the teacher's client for one job: (task, variant, the job's harness)."""
@@ -77,33 +77,22 @@ ClientFactory = Callable[[Any, HarnessVariant, Harness], ChatClient]
 
 @dataclass
 class Teacher:
-    """A teacher: what rows record (`spec`) and how a job gets its client."""
+    """A teacher: what rows record (`spec`) and how a job gets its client. The oracle
+    (`gold`) is the world's gold (`World.gold`): the live room's oracle, or a task file's gold
+    run remapped onto the job's variant; it needs no client of its own."""
 
     spec: TeacherSpec
     client_for: ClientFactory
+    gold: bool = False
 
     @classmethod
-    def oracle(cls, catalog: Catalog) -> Teacher:
-        def make(task: Task | OwnTask, variant: HarnessVariant, harness: Harness) -> ChatClient:
-            if isinstance(task, OwnTask):
-                if variant.index != 0:
-                    raise ValueError(
-                        "the oracle plays task-file tasks under the original harness only "
-                        "(--variants 0); use a model teacher for variants"
-                    )
-                from core.taskfile.gold import gold_client
+    def oracle(cls, catalog: Catalog | None = None) -> Teacher:
+        """The oracle teacher (`catalog` is accepted for older callers; the world holds it)."""
 
-                return gold_client(task, harness)
-            return OracleClient(
-                task,
-                harness,
-                catalog,
-                skill_roles=variant.skill_roles,
-                param_names=variant.param_names,
-                param_values=variant.param_values,
-            )
+        def no_client(task: Any, variant: HarnessVariant, harness: Harness) -> ChatClient:
+            raise RuntimeError("the oracle plays through its world's gold")
 
-        return cls(ORACLE, make)
+        return cls(ORACLE, no_client, gold=True)
 
     @classmethod
     def shared(cls, spec: TeacherSpec, client: ChatClient) -> Teacher:
@@ -151,6 +140,15 @@ class GenerateSummary:
     kept_whole: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
     """Rejections by their first reason's kind."""
+    examples: dict[str, str] = field(default_factory=dict)
+    """The first rejection's reason of each kind, as it was written (what to show a user)."""
+
+    def failed(self, *, oracle: bool) -> int:
+        """Jobs that failed rather than were filtered: crashes, timeouts and unplayable golds;
+        with the oracle teacher every rejection (the gold should get full marks)."""
+        if oracle:
+            return self.rejected
+        return sum(n for kind, n in self.reasons.items() if kind in FAILURE_KINDS)
 
     @property
     def rows_per_s(self) -> float:
@@ -228,27 +226,23 @@ class JobResult:
 
 
 async def run_job(
-    task: Task | OwnTask,
+    task: Any,
     variant: HarnessVariant,
-    catalog: Catalog,
+    world: World[Any],
     teacher: Teacher,
     config: GenerateConfig,
     *,
     harness_name: str,
-    tools: ToolRuntime | None = None,
-    original: Harness | None = None,
 ) -> JobResult:
-    """Run, grade and turn into a row one (task, variant) job. Never raises. A task-file
-    task plays against `tools` (the harness's own bindings) and is graded in the names of
-    `original` (the harness the file was written for)."""
+    """Run, grade and turn into a row one (task, variant) job in `world`. Never raises."""
     key = job_key(task.id, variant.index)
-    own = isinstance(task, OwnTask)
-    base = {
+    info = world.task_info(task)
+    base: dict[str, Any] = {
         "key": key,
-        "task_id": task.id,
-        "split": task.split.value,
-        "category": task.category if isinstance(task, OwnTask) else task.category.value,
-        "template_id": None if isinstance(task, OwnTask) else task.template_id,
+        "task_id": info.id,
+        "split": info.split,
+        "category": info.category,
+        "template_id": info.template_id,
         "provenance": {
             "harness": harness_name,
             "harness_version": config.harness_version,
@@ -259,23 +253,19 @@ async def run_job(
         },
     }
     try:
-        harness = variant.harness if own else task_harness(task, variant.harness)  # type: ignore[arg-type]
-        surface = HarnessSurface(
-            harness, variant.skill_roles, variant.param_names, variant.param_values
-        )
-        client = teacher.client_for(task, variant, harness)
+        if teacher.gold:
+            try:
+                gold = await world.gold(task, variant)
+            except GoldUnavailable as exc:
+                return _rejected(base, "unplayable", [str(exc)])
+            harness, surface, client = gold.harness, gold.surface, gold.client
+            base["provenance"]["variant"] = gold.variant.provenance()
+        else:
+            harness = world.harness_for(task, variant.harness)
+            surface = surface_of(variant, harness)
+            client = teacher.client_for(task, variant, harness)
         episode = await asyncio.wait_for(
-            play(
-                task,
-                harness,
-                client,
-                catalog,
-                surface=surface,
-                request_id=key,
-                tools=tools,
-                original=original,
-                judge=config.judge,
-            ),
+            play(task, harness, client, world, surface=surface, request_id=key),
             config.job_timeout_s,
         )
         trace, grades = episode.trace, episode.grades
@@ -345,8 +335,8 @@ def _rejected(base: dict[str, Any], kind: str, reasons: list[str]) -> JobResult:
 
 
 def _jobs(
-    tasks: Iterable[Task | OwnTask], harness: Harness, config: GenerateConfig, skip: set[str]
-) -> Iterator[tuple[Task | OwnTask, HarnessVariant]]:
+    tasks: Iterable[Any], harness: Harness, config: GenerateConfig, skip: set[str]
+) -> Iterator[tuple[Any, HarnessVariant]]:
     for task in tasks:
         if all(job_key(task.id, i) in skip for i in range(config.variants + 1)):
             continue
@@ -369,7 +359,7 @@ def _done(config: GenerateConfig) -> set[str]:
     return done_keys(config.out) | rejects
 
 
-def pending_jobs(tasks: Sequence[Task | OwnTask], config: GenerateConfig) -> int:
+def pending_jobs(tasks: Sequence[Any], config: GenerateConfig) -> int:
     """How many jobs `generate` will run for `tasks` (finished ones skipped, `limit` applied):
     the total a progress display counts towards."""
     skip = _done(config)
@@ -377,16 +367,31 @@ def pending_jobs(tasks: Sequence[Task | OwnTask], config: GenerateConfig) -> int
     return pending if config.limit is None else min(pending, config.limit)
 
 
+class GoldsUnplayable(ValueError):
+    """The oracle teacher was given tasks whose gold cannot be played (refused before any job
+    runs); `reasons` maps each task id to why."""
+
+    def __init__(self, reasons: dict[str, str]) -> None:
+        self.reasons = reasons
+        listed = "\n".join(f"  {reason}" for reason in reasons.values())
+        super().__init__(
+            f"{len(reasons)} task(s) have a gold the oracle cannot play; nothing was run:\n{listed}"
+        )
+
+
 async def generate(
-    tasks: Iterable[Task | OwnTask],
+    tasks: Iterable[Any],
     harness: Harness,
-    catalog: Catalog,
+    catalog: Catalog | None,
     teacher: Teacher,
     config: GenerateConfig,
     *,
+    world: World[Any] | None = None,
     on_result: Callable[[JobResult], None] | None = None,
 ) -> GenerateSummary:
-    """Run every (task, variant) job not already done and append the rows (module doc)."""
+    """Run every (task, variant) job not already done in `world` (default: the live room of
+    `catalog`) and append the rows (module doc). With the oracle teacher every task's gold
+    must play (GoldsUnplayable otherwise, before any job runs)."""
     if config.concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     if not 0 <= config.keep_whole_fraction <= 1:
@@ -400,76 +405,68 @@ async def generate(
     _repair_tail(rejects)
     skip = _done(config)
     task_list = list(tasks)
-    summary.skipped = sum(
-        job_key(t.id, i) in skip for t in task_list for i in range(config.variants + 1)
-    )
+    variant_range = range(config.variants + 1)
+    summary.skipped = sum(job_key(t.id, i) in skip for t in task_list for i in variant_range)
     jobs = _jobs(task_list, harness, config, skip)
     budget = config.limit
-    world = contextlib.AsyncExitStack()
-    tools: ToolRuntime | None = None
-    if any(isinstance(t, OwnTask) for t in task_list):
-        from core.runtime.tool_runtime import ToolRuntime, binding_problems
+    played_in: World[Any] = world if world is not None else LiveRoomWorld(catalog)
+    if teacher.gold:
+        unplayable = await played_in.unplayable_golds(
+            [t for t in task_list if not all(job_key(t.id, i) in skip for i in variant_range)]
+        )
+        if unplayable:
+            raise GoldsUnplayable(unplayable)
+    with (
+        out.open("a", encoding="utf-8") as out_file,
+        rejects.open("a", encoding="utf-8") as rej,
+    ):
 
-        problems = binding_problems(harness)
-        if problems:
-            listed = "; ".join(p.message for p in problems)
-            raise ValueError(f"the harness has bindings the runtime cannot run: {listed}")
-        tools = await world.enter_async_context(ToolRuntime(harness))
-    async with world:
-        with (
-            out.open("a", encoding="utf-8") as out_file,
-            rejects.open("a", encoding="utf-8") as rej,
-        ):
+        def write(result: JobResult) -> None:
+            handle: IO[str] = out_file if result.kept else rej
+            handle.write(_dump_line(result.row))
+            handle.flush()
+            summary.jobs += 1
+            if result.kept:
+                summary.written += 1
+                summary.hook_retry += result.hook_retry
+                summary.kept_whole += result.kept_whole
+            else:
+                summary.rejected += 1
+                kind = result.reason_kind or "rejected"
+                summary.reasons[kind] += 1
+                if kind not in summary.examples:
+                    first = result.row.get("reasons") or [kind]
+                    summary.examples[kind] = f"{result.key}: {first[0]}"
+            if on_result is not None:
+                on_result(result)
 
-            def write(result: JobResult) -> None:
-                handle: IO[str] = out_file if result.kept else rej
-                handle.write(_dump_line(result.row))
-                handle.flush()
-                summary.jobs += 1
-                if result.kept:
-                    summary.written += 1
-                    summary.hook_retry += result.hook_retry
-                    summary.kept_whole += result.kept_whole
-                else:
-                    summary.rejected += 1
-                    summary.reasons[result.reason_kind or "rejected"] += 1
-                if on_result is not None:
-                    on_result(result)
+        def next_job() -> tuple[Any, HarnessVariant] | None:
+            nonlocal budget
+            if budget is not None:
+                if budget <= 0:
+                    return None
+                budget -= 1
+            return next(jobs, None)
 
-            def next_job() -> tuple[Task | OwnTask, HarnessVariant] | None:
-                nonlocal budget
-                if budget is not None:
-                    if budget <= 0:
-                        return None
-                    budget -= 1
-                return next(jobs, None)
+        async def worker() -> None:
+            while True:
+                job = next_job()
+                if job is None:
+                    return
+                task, variant = job
+                result = await run_job(
+                    task, variant, played_in, teacher, config, harness_name=harness.name
+                )
+                write(result)
 
-            async def worker() -> None:
-                while True:
-                    job = next_job()
-                    if job is None:
-                        return
-                    task, variant = job
-                    result = await run_job(
-                        task,
-                        variant,
-                        catalog,
-                        teacher,
-                        config,
-                        harness_name=harness.name,
-                        tools=tools,
-                        original=harness,
-                    )
-                    write(result)
-
-            workers = [asyncio.ensure_future(worker()) for _ in range(config.concurrency)]
-            try:
-                finished_set, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
-                for finished in finished_set:
-                    finished.result()  # re-raise the first failure (e.g. an on_result callback)
-            finally:
-                for pending in workers:
-                    pending.cancel()
-                await asyncio.gather(*workers, return_exceptions=True)
+        workers = [asyncio.ensure_future(worker()) for _ in range(config.concurrency)]
+        try:
+            finished_set, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+            for finished in finished_set:
+                finished.result()  # re-raise the first failure (e.g. an on_result callback)
+        finally:
+            for pending in workers:
+                pending.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
     summary.elapsed_s = time.monotonic() - started
     return summary

@@ -26,30 +26,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
+from core.episode.variant import HarnessVariant
 from core.harness.models import Harness
 
-
-@dataclass(frozen=True)
-class HarnessVariant:
-    harness: Harness
-    index: int = 0
-    """0: the original harness; 1..K: sampled variants."""
-    seed: int | None = None
-    sampler: str = "original"
-    skill_roles: dict[str, str] = field(default_factory=dict)
-    param_names: dict[str, dict[str, str]] = field(default_factory=dict)
-    param_values: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    mapping: dict[str, Any] = field(default_factory=dict)
-    """The transform's own record (JSON-able), kept as provenance."""
-
-    def provenance(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"index": self.index, "seed": self.seed, "sampler": self.sampler}
-        if self.mapping:
-            out["mapping"] = self.mapping
-        return out
+__all__ = ["HarnessVariant", "VariantSampler"]
 
 
 VariantSampler = Callable[[Harness, int], HarnessVariant]
@@ -69,9 +50,15 @@ def hsa_sampler(
     def sample(harness: Harness, seed: int) -> HarnessVariant:
         from core.hsa.policy import Policy, sample_variant
 
-        variant = sample_variant(harness, Policy(bank, strength), seed)
+        policy = Policy(bank, strength)
+        variant = sample_variant(harness, policy, seed)
         return HarnessVariant(
-            harness=variant.harness, seed=seed, sampler=name, mapping=variant.record()
+            harness=variant.harness,
+            seed=seed,
+            sampler=name,
+            mapping=variant.record(),
+            policy=policy,
+            original=harness,
         )
 
     return sample
@@ -138,6 +125,8 @@ def variants_for(
                     for b, m in variant.param_values.items()
                 },
                 mapping=dict(variant.mapping),
+                policy=variant.policy,
+                original=variant.original,
             )
         )
     return out

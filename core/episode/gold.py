@@ -2,10 +2,11 @@
 
 A live-room task's gold is the oracle's play (core/sim/oracle.py writes the turns); a
 task-file task's gold is the file's own calls and answer (core/taskfile/gold.py writes them).
-Both play through `core.episode.play`, ungraded, so the trace holds what the real loop, hooks
-and tools did with those turns: the gold trajectory HSA builds variants from and verifies
-them against, the teacher rows of `hat data generate --teacher oracle`, and the ceiling of an
-evaluation run with `--oracle`.
+Both are a World's `gold_trace` (core/episode/world.py), played through `core.episode.play`,
+ungraded, so the trace holds what the real loop, hooks and tools did with those turns: the
+gold trajectory HSA builds variants from and verifies them against, the teacher rows of `hat
+data generate --teacher oracle`, and the ceiling of an evaluation run with `--oracle`. The
+functions here are the short forms most callers want.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from core.episode.play import play
+from core.episode.live_room import LiveRoomWorld
+from core.episode.task_file import TaskFileWorld
 from core.harness.models import Harness
 from core.runtime.trace import Trace
 from core.sim.models import Catalog, Task
 from core.sim.oracle import OracleClient, task_harness
 from core.sim.surface import ParamNames, ParamValues
-from core.taskfile.gold import gold_client
 from core.taskfile.models import OwnTask
 
 if TYPE_CHECKING:
@@ -37,7 +38,10 @@ async def gold_trajectory(
     add_distractors: bool = True,
 ) -> Trace:
     """The oracle's play of the live-room `task` in a fresh LiveRoom (with the task's
-    distractor tools unless `add_distractors` is False); the trace."""
+    distractor tools unless `add_distractors` is False); the trace. The mappings describe a
+    harness renamed without `binding_args` (core/sim/surface.py)."""
+    from core.episode.play import play
+
     if add_distractors:
         harness = task_harness(task, harness)
     client = OracleClient(
@@ -48,8 +52,9 @@ async def gold_trajectory(
         param_names=param_names,
         param_values=param_values,
     )
+    world = LiveRoomWorld(catalog)
     episode = await play(
-        task, harness, client, catalog, surface=client.surface, request_id=task.id, graded=False
+        task, harness, client, world, surface=client.surface, request_id=task.id, graded=False
     )
     return episode.trace
 
@@ -57,12 +62,4 @@ async def gold_trajectory(
 async def gold_trace(task: OwnTask, harness: Harness, tools: ToolRuntime | None) -> Trace:
     """The gold run of the task-file `task` under `harness` (the harness the file was
     written for) against the run's `tools`; the trace."""
-    episode = await play(
-        task,
-        harness,
-        gold_client(task, harness),
-        tools=tools,
-        request_id=f"gold-{task.id}",
-        graded=False,
-    )
-    return episode.trace
+    return await TaskFileWorld(harness, tools).gold_trace(task, harness)

@@ -37,6 +37,8 @@ from core.runtime.client import ChatClient, Message
 from core.runtime.trace import ModelCallStep, Trace, TraceStatus
 
 if TYPE_CHECKING:
+    from core.episode.variant import HarnessVariant
+    from core.episode.world import World
     from core.harness.models import Harness
     from core.serving.server import ManagedServer
     from core.sim.graders import Grades
@@ -140,10 +142,10 @@ class ItemContext:
     engine: str | None
     prepared: dict[str, Any] = field(default_factory=dict)
     prepare_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    tools: Any = None
-    """The run's ToolRuntime (the `tasks` suite): the harness's own bindings."""
-    judge: Any = None
-    """The LLM judge of reference-only tasks (core.sim.judge.LLMJudge), when asked for."""
+    task_world: World[Any] | None = None
+    """The task-file suites' world (the run's task file, tool runtime and judge)."""
+    room_world: World[Any] | None = None
+    """The live-room suites' world (built on first use)."""
 
 
 def failed_result(
@@ -167,30 +169,71 @@ def failed_result(
     return EvalResult(**fields)
 
 
-async def _variant_harness(ctx: ItemContext, item: EvalItem, base: Harness) -> Harness:
-    """The heldout HSA variant of `base` for an HV-QA item (module doc)."""
-    from core.episode.gold import gold_trajectory
-    from core.hsa.augment import augment_prepared, prepare
-    from core.hsa.policy import Policy
-    from core.sim.models import Task
+TASK_FILE_SUITES = frozenset({Suite.TASKS, Suite.HV_TASKS})
+"""Suites whose items play in the task-file world (the run's task file and tool runtime)."""
 
-    assert isinstance(item.task, Task) and item.variant_seed is not None
+HV_SUITES = frozenset({Suite.HV_QA, Suite.HV_TASKS})
+"""Suites whose items play under a heldout HSA variant of the run's harness."""
+
+
+def item_world(ctx: ItemContext, item: EvalItem) -> World[Any]:
+    """The world an item plays in: chosen by its suite, never by its task's type."""
+    if item.suite in TASK_FILE_SUITES:
+        if ctx.task_world is None:
+            raise RuntimeError("the run's task-file world is not open")
+        return ctx.task_world
+    if ctx.room_world is None:
+        from core.episode.live_room import LiveRoomWorld
+
+        ctx.room_world = LiveRoomWorld(ctx.catalog)
+    return ctx.room_world
+
+
+def hv_variant(item: EvalItem, base: Harness) -> HarnessVariant:
+    """The heldout variant an HV item asks for, not yet drawn: its policy and seed."""
+    from core.episode.variant import HarnessVariant
+    from core.hsa.policy import Policy
+
+    assert item.variant_seed is not None
+    dims = None if item.dimension in (None, "all") else [item.dimension]
+    return HarnessVariant(
+        harness=base,
+        index=1,
+        seed=item.variant_seed,
+        sampler="hsa-heldout",
+        policy=Policy("heldout", "medium", dims),
+        original=base,
+    )
+
+
+async def _variant_harness(
+    ctx: ItemContext, world: World[Any], item: EvalItem, base: Harness
+) -> Harness:
+    """The heldout HSA variant of `base` for an HV item, built from the task's gold run in
+    its world so only transforms that preserve this task are kept (core/hsa/augment.py)."""
+    from core.hsa.augment import augment_prepared, prepare
+
+    wanted = hv_variant(item, base)
+    assert wanted.policy is not None and wanted.seed is not None
     async with ctx.prepare_lock:
         req = ctx.prepared.get(item.task_id)
         if req is None:
-            gold = await gold_trajectory(item.task, base, ctx.catalog, add_distractors=False)
+            gold = await world.gold_trace(item.task, base)
             req = prepare(base, gold)
             if len(ctx.prepared) > 64:
                 ctx.prepared.clear()
             ctx.prepared[item.task_id] = req
-    dims = None if item.dimension in (None, "all") else [item.dimension]
-    policy = Policy("heldout", "medium", dims)
-    return augment_prepared(req, policy, item.variant_seed).harness
+    return augment_prepared(req, wanted.policy, wanted.seed).harness
 
 
-def _client(
-    ctx: ItemContext, item: EvalItem, harness: Harness, surface: HarnessSurface
+async def _client(
+    ctx: ItemContext, world: World[Any], item: EvalItem, harness: Harness, surface: HarnessSurface
 ) -> ChatClient:
+    from core.eval.oracle_model import OracleModel
+
+    if isinstance(ctx.factory, OracleModel):
+        variant = hv_variant(item, ctx.harness) if item.suite in HV_SUITES else None
+        return await ctx.factory.client(world, item.task, harness, variant)
     if ctx.factory is not None:
         return ctx.factory(item, harness, surface)
     assert ctx.client is not None
@@ -199,34 +242,20 @@ def _client(
 
 async def _agent_item(ctx: ItemContext, item: EvalItem) -> Outcome:
     from core.episode.play import play
-    from core.sim.oracle import task_harness
     from core.sim.surface import HarnessSurface
-    from core.taskfile.models import OwnTask
 
     task = item.task
     assert task is not None
-    if isinstance(task, OwnTask):
-        own_surface = HarnessSurface(ctx.harness, {}, {}, {})
-        own = await play(
-            task,
-            ctx.harness,
-            _client(ctx, item, ctx.harness, own_surface),
-            tools=ctx.tools,
-            judge=ctx.judge,
-            request_id=uuid.uuid4().hex,
-        )
-        return _graded_outcome(item, own.trace, own.grades)
-    harness = task_harness(task, ctx.harness)
-    if item.suite is Suite.HV_QA:
+    world = item_world(ctx, item)
+    harness = world.harness_for(task, ctx.harness)
+    if item.suite in HV_SUITES:
         try:
-            harness = await _variant_harness(ctx, item, harness)
-        except Exception as exc:  # AugmentError and anything a transform raises
+            harness = await _variant_harness(ctx, world, item, harness)
+        except Exception as exc:  # AugmentError, a gold that fails, anything a transform raises
             return Outcome(failed_result(item, f"variant: {type(exc).__name__}: {exc}"))
     surface = HarnessSurface(harness, {}, {}, {})
-    client = _client(ctx, item, harness, surface)
-    episode = await play(
-        task, harness, client, ctx.catalog, surface=surface, request_id=uuid.uuid4().hex
-    )
+    client = await _client(ctx, world, item, harness, surface)
+    episode = await play(task, harness, client, world, surface=surface, request_id=uuid.uuid4().hex)
     return _graded_outcome(item, episode.trace, episode.grades)
 
 
@@ -281,7 +310,12 @@ async def _ifeval_item(ctx: ItemContext, item: EvalItem) -> Outcome:
     from core.sim.surface import HarnessSurface
 
     record = item.prompt or {}
-    client = _client(ctx, item, ctx.harness, HarnessSurface(ctx.harness, {}, {}, {}))
+    factory = ctx.factory
+    if factory is not None:
+        client = factory(item, ctx.harness, HarnessSurface(ctx.harness, {}, {}, {}))
+    else:
+        assert ctx.client is not None
+        client = ctx.client
     messages: list[Message] = [{"role": "user", "content": str(record.get("prompt") or "")}]
     started = time.monotonic()
     reason: str | None = None

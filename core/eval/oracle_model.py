@@ -8,15 +8,18 @@ studio's Evaluate page both build it here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
-from core.eval.types import ClientFactory, EvalError, EvalItem
+from core.eval.types import EvalError, EvalItem
+from core.sim.surface import HarnessSurface
 
 if TYPE_CHECKING:
+    from core.episode.variant import HarnessVariant
+    from core.episode.world import World
     from core.harness.models import Harness
     from core.runtime.client import ChatClient
     from core.sim.models import Catalog
-    from core.sim.surface import HarnessSurface
     from core.store import Store
 
 ORACLE = "oracle"
@@ -31,7 +34,7 @@ def fixed_name(version_id: str) -> str:
     return f"{ORACLE_FIXED}@{version_id[:10]}"
 
 
-def oracle_factory(store: Store, fixed_on: str | None = None) -> ClientFactory:
+def oracle_factory(store: Store, fixed_on: str | None = None) -> OracleModel:
     """The oracle's ClientFactory, fixed on the stored version `fixed_on` when given."""
     from core.sim.catalog import load_catalog
 
@@ -39,28 +42,50 @@ def oracle_factory(store: Store, fixed_on: str | None = None) -> ClientFactory:
     return oracle_clients(load_catalog(), memorised=memorised)
 
 
-def oracle_clients(catalog: Catalog, *, memorised: Harness | None = None) -> ClientFactory:
-    """A ClientFactory of oracle clients (core/sim/oracle.py): a perfect model, the ceiling
-    of every agent suite and a deterministic stand-in for a served model in tests.
+class OracleModel:
+    """The oracle as an evaluation's model: in every world, the world's gold
+    (`World.gold`: the live room's oracle, which reads any variant; a task file's gold run,
+    remapped onto a variant), or with `memorised` the gold written in that harness's names
+    whatever harness the item runs under: a stand-in for a model fine-tuned on one fixed
+    harness, which keeps calling tools and skills by their old names after an edit.
 
-    `memorised`: the oracle reads and writes names through THIS harness's surface whatever
-    harness the item runs under: a stand-in for a model fine-tuned on one fixed harness,
-    which keeps calling tools and skills by their old names after an edit."""
-    from core.sim.oracle import OracleClient
-    from core.sim.surface import HarnessSurface
+    Items call `client` (it needs the item's world); it is also a plain ClientFactory, for
+    callers that only hold live-room items."""
 
-    fixed = HarnessSurface(memorised, {}, {}, {}) if memorised is not None else None
+    def __init__(self, catalog: Catalog, *, memorised: Harness | None = None) -> None:
+        self.catalog = catalog
+        self.memorised = memorised
 
-    def make(item: EvalItem, harness: Harness, surface: HarnessSurface) -> ChatClient:
-        from core.taskfile.gold import gold_client
-        from core.taskfile.models import OwnTask
+    async def client(
+        self, world: World[Any], task: Any, harness: Harness, variant: HarnessVariant | None
+    ) -> ChatClient:
+        """The oracle's client for `task` played in `world` under `harness`; `variant`: the
+        HV item's heldout variant (its policy and seed), None under the run's harness."""
+        from core.episode.variant import HarnessVariant
 
-        if item.task is None:
+        if task is None:
+            raise EvalError("the oracle answers agent tasks only")
+        if self.memorised is not None:
+            fixed = HarnessVariant(harness=self.memorised)
+            return (await world.gold(task, fixed)).client
+        if variant is not None:
+            variant = replace(variant, harness=harness)
+        wanted = variant if variant is not None else HarnessVariant(harness=harness)
+        return (await world.gold(task, wanted)).client
+
+    def __call__(self, item: EvalItem, harness: Harness, surface: HarnessSurface) -> ChatClient:
+        from core.sim.oracle import OracleClient
+
+        task: Any = item.task
+        if task is None:
             raise EvalError(f"the oracle answers agent tasks only, not {item.suite.value} items")
-        if isinstance(item.task, OwnTask):
-            return gold_client(item.task, memorised or harness)
-        return OracleClient(
-            item.task, fixed.harness if fixed else harness, catalog, surface=fixed or surface
-        )
+        if self.memorised is not None:
+            fixed = HarnessSurface(self.memorised, {}, {}, {})
+            return OracleClient(task, self.memorised, self.catalog, surface=fixed)
+        return OracleClient(task, harness, self.catalog, surface=surface)
 
-    return make
+
+def oracle_clients(catalog: Catalog, *, memorised: Harness | None = None) -> OracleModel:
+    """The oracle as a model (`OracleModel`): the ceiling of every agent suite and a
+    deterministic stand-in for a served model in tests."""
+    return OracleModel(catalog, memorised=memorised)

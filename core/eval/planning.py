@@ -14,6 +14,10 @@ suite, taken round-robin over task categories so a small run still covers every 
   variant through its own surface (tools by binding, skills by role), so renamed tools and
   skills grade like the originals.
 - `robustness`: the robustness suite (test tasks with injected faults and distractor tools).
+- `hv-tasks`: Harness-Variant QA of the task file: its test tasks, each under K heldout
+  variants as `hv-qa` draws them, built from the task's gold run through the harness's own
+  tools (a task whose gold does not get full marks, or cannot survive a variant, is a failed
+  item whose reason says why, never silently graded); graded by binding and role.
 - `tasks`: the operator's task file (`request.task_file`, core/taskfile), its test split,
   under the run's harness with the harness's own tool bindings (one `ToolRuntime` for the
   run: MCP servers started once, shared by the items in flight); graded by facts, gold calls,
@@ -158,6 +162,10 @@ def plan_items(
                 for sample in samples:
                     items.append(EvalItem(suite, own.id, sample, category=own.category, task=own))
             continue
+        if suite is Suite.HV_TASKS:
+            for own in own_tasks(request):
+                items.extend(_hv_items(request, suite, own.id, own.category, own))
+            continue
         name = "robustness" if suite is Suite.ROBUSTNESS else "ls-qa"
         tasks = suite_tasks(name, request.seed)
         if request.categories is not None:
@@ -167,16 +175,23 @@ def plan_items(
         for task in tasks:
             category = task.category.value
             if suite is Suite.HV_QA:
-                from core.datagen.variants import variant_seed
-
-                for k in range(1, request.variants + 1):
-                    vseed = variant_seed(request.seed, task.id, k)
-                    dim = hv_dimension(request.seed, task.id, k)
-                    for sample in samples:
-                        items.append(
-                            EvalItem(suite, task.id, sample, vseed, dim, category, task=task)
-                        )
+                items.extend(_hv_items(request, suite, task.id, category, task))
             else:
                 for sample in samples:
                     items.append(EvalItem(suite, task.id, sample, category=category, task=task))
+    return items
+
+
+def _hv_items(
+    request: EvalRequest, suite: Suite, task_id: str, category: str, task: Any
+) -> list[EvalItem]:
+    """A task's Harness-Variant items: K heldout variants (dimensions in rotation) x samples."""
+    from core.datagen.variants import variant_seed
+
+    items: list[EvalItem] = []
+    for k in range(1, request.variants + 1):
+        vseed = variant_seed(request.seed, task_id, k)
+        dim = hv_dimension(request.seed, task_id, k)
+        for sample in range(request.samples):
+            items.append(EvalItem(suite, task_id, sample, vseed, dim, category, task=task))
     return items

@@ -28,6 +28,8 @@ class Suite(StrEnum):
     """IFEval's official prompts, scored with the official checkers."""
     TASKS = "tasks"
     """The operator's own task file (core/taskfile), test split, under the run's harness."""
+    HV_TASKS = "hv-tasks"
+    """Harness-Variant QA of the task file: its test tasks under K `heldout`-bank variants."""
 
 
 SUITE_LABELS: dict[Suite, str] = {
@@ -36,6 +38,7 @@ SUITE_LABELS: dict[Suite, str] = {
     Suite.ROBUSTNESS: "Robustness",
     Suite.IFEVAL: "IFEval",
     Suite.TASKS: "Your tasks",
+    Suite.HV_TASKS: "HV: your tasks",
 }
 """How tables, plots and the studio name each suite (the one table of suite labels)."""
 

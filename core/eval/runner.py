@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock, Timeout
 
 from core.eval.items import (
+    TASK_FILE_SUITES,
     TRANSPORT_FAILURES,
     ItemContext,
     RunServer,
@@ -170,7 +171,7 @@ async def _execute(
         )
         async with contextlib.AsyncExitStack() as world:
             blocked = None
-            if any(item.suite is Suite.TASKS for item in todo):
+            if any(item.suite in TASK_FILE_SUITES for item in todo):
                 blocked = await _open_own_world(ctx, world)
             if blocked is None:
                 status, reason = await _drive(store, ctx, todo, done, total, on_progress, stop)
@@ -187,7 +188,7 @@ async def _execute(
 
 
 async def _open_own_world(ctx: ItemContext, world: contextlib.AsyncExitStack) -> str | None:
-    """The `tasks` suite's world: the harness's tool runtime (every binding must resolve) and
+    """The task-file suites' world: the harness's tool runtime (every binding must resolve) and
     the judge when some task needs one; the reason the run cannot start, or None."""
     from core.runtime.tool_runtime import ToolRuntime, binding_problems
     from core.serving.judge import http_judge
@@ -197,7 +198,10 @@ async def _open_own_world(ctx: ItemContext, world: contextlib.AsyncExitStack) ->
     if problems:
         listed = "; ".join(p.message for p in problems)
         return f"tools: the harness has bindings the runtime cannot run: {listed}"
-    ctx.tools = await world.enter_async_context(ToolRuntime(ctx.harness))
+    from core.episode.task_file import TaskFileWorld
+
+    tools = await world.enter_async_context(ToolRuntime(ctx.harness))
+    ctx.task_world = TaskFileWorld(ctx.harness, tools)
     request = ctx.request
     if request.judge_url is not None and request.judge_model is not None:
         judge = http_judge(request.judge_url, request.judge_model, timeout_s=request.call_timeout_s)
@@ -206,7 +210,7 @@ async def _open_own_world(ctx: ItemContext, world: contextlib.AsyncExitStack) ->
             await check_judge(judge)
         except JudgeUnavailable as exc:
             return f"judge: {exc}"
-        ctx.judge = judge
+        ctx.task_world.judge = judge
     return None
 
 
@@ -361,7 +365,7 @@ async def _guarded(store: Store, run: EvalRun, coro: Any) -> EvalRun:
 
 def _check_tasks(request: EvalRequest) -> None:
     """The `tasks` suite's file loads, and tasks that only a judge can grade have one."""
-    if Suite.TASKS not in request.suites:
+    if not TASK_FILE_SUITES & set(request.suites):
         return
     tasks = own_tasks(request)
     if (request.judge_url is None) != (request.judge_model is None):

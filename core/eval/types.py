@@ -207,7 +207,7 @@ class EvalItem:
     category: str | None = None
     task: Task | OwnTask | None = None
     """Agent suites: the simulator task (faults and distractors included), or the task-file
-    task of the `tasks` suite."""
+    task of the `tasks` and `hv-tasks` suites."""
     prompt: dict[str, Any] | None = None
     """IFEval: the prompt record (`key`, `prompt`, `instruction_id_list`, `kwargs`)."""
 

@@ -155,9 +155,13 @@ async def run_latency_bench(
     session = session or f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
     rows: list[RequestRow] = []
 
+    from core.episode.live_room import LiveRoomWorld
+
+    world = LiveRoomWorld(catalog)
+
     async def one(index: int, task: Task, is_warmup: bool) -> None:
         recorder = RecordingClient(client)
-        trace = (await play(task, harness, recorder, catalog, graded=False)).trace
+        trace = (await play(task, harness, recorder, world, graded=False)).trace
         row = request_row(
             trace,
             session=session,

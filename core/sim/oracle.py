@@ -37,7 +37,6 @@ from typing import Any
 
 from core.harness.models import Harness, ToolProtocol
 from core.harness.render import format_tool_call
-from core.runtime.bindings import BindingFn, Bindings, ToolContext
 from core.runtime.client import CallTiming, DeltaCallback, Message, ModelReply
 from core.runtime.trajectory import ToolCall
 from core.sim.conversation import Conversation, read_conversation
@@ -46,7 +45,6 @@ from core.sim.expect import ROOM_SPEC, CallSpec, plan_task
 from core.sim.faults import RETRYABLE
 from core.sim.models import Catalog, Task
 from core.sim.reply import Composer, reply_limits
-from core.sim.room import LiveRoom
 from core.sim.surface import (
     B_ROOM,
     HarnessSurface,
@@ -164,30 +162,3 @@ def task_harness(task: Task, harness: Harness) -> Harness:
     if task.distractor_tools <= 0:
         return harness
     return with_distractors(harness, task.distractor_tools, random.Random(task.seed))
-
-
-def room_bindings(room: LiveRoom, surface: HarnessSurface | None = None) -> Bindings:
-    """The room's bindings (inline).
-
-    The agent loop translates a tool's `binding_args` (model-facing name -> the binding's
-    name) before it calls a binding, so a variant harness whose tools carry their renames in
-    `binding_args` needs nothing more: its bindings receive canonical names. Only renames a
-    `surface` knows from an explicit `param_names` mapping (a harness renamed without
-    `binding_args`) and renamed enum values are translated here, for the names the loop left
-    alone (`HarnessSurface.received_to_canonical`): nothing is translated twice, and the
-    simulator's handlers, which read canonical names, see the same world under any harness.
-    """
-    bindings = Bindings()
-    translate = surface is not None and surface.translates_received
-    for name, fn in room.bindings().items():
-        if translate and surface is not None:
-            fn = _canonical_args(fn, name, surface)
-        bindings.register(name, fn, inline=True)
-    return bindings
-
-
-def _canonical_args(fn: BindingFn, binding: str, surface: HarnessSurface) -> BindingFn:
-    def call(args: dict[str, Any], ctx: ToolContext) -> Any:
-        return fn(surface.received_to_canonical(binding, args, ctx.tool), ctx)
-
-    return call

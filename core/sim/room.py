@@ -19,7 +19,7 @@ use one LiveRoom per agent request (or call `reset()` between requests).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.runtime.bindings import BindingFn, Bindings, ToolContext, ToolError, to_json_data
 from core.sim.catalog import load_catalog
@@ -27,6 +27,9 @@ from core.sim.distractors import DISTRACTOR_HANDLERS
 from core.sim.faults import FaultInjector, FaultRates, fault_error
 from core.sim.handlers import HANDLERS
 from core.sim.models import Catalog, FaultKind, FaultSpec, RoomState, Task
+
+if TYPE_CHECKING:
+    from core.sim.surface import HarnessSurface
 
 
 @dataclass
@@ -178,3 +181,30 @@ class LiveRoom:
 
     def faulted(self) -> list[CallRecord]:
         return [c for c in self.calls if c.fault is not None]
+
+
+def room_bindings(room: LiveRoom, surface: HarnessSurface | None = None) -> Bindings:
+    """The room's bindings (inline).
+
+    The agent loop translates a tool's `binding_args` (model-facing name -> the binding's
+    name) before it calls a binding, so a variant harness whose tools carry their renames in
+    `binding_args` needs nothing more: its bindings receive canonical names. Only renames a
+    `surface` knows from an explicit `param_names` mapping (a harness renamed without
+    `binding_args`) and renamed enum values are translated here, for the names the loop left
+    alone (`HarnessSurface.received_to_canonical`): nothing is translated twice, and the
+    simulator's handlers, which read canonical names, see the same world under any harness.
+    """
+    bindings = Bindings()
+    translate = surface is not None and surface.translates_received
+    for name, fn in room.bindings().items():
+        if translate and surface is not None:
+            fn = _canonical_args(fn, name, surface)
+        bindings.register(name, fn, inline=True)
+    return bindings
+
+
+def _canonical_args(fn: BindingFn, binding: str, surface: HarnessSurface) -> BindingFn:
+    def call(args: dict[str, Any], ctx: ToolContext) -> Any:
+        return fn(surface.received_to_canonical(binding, args, ctx.tool), ctx)
+
+    return call

@@ -34,7 +34,7 @@ transform can return them and the data pipeline can store them with each row.
 
 The simulator's handlers read canonical argument names. The agent loop already translates
 `binding_args` names before it calls a binding; renames known only from `param_names` (and
-renamed enum values) are translated by `core.sim.oracle.room_bindings(room, surface)` (see
+renamed enum values) are translated by `core.sim.room.room_bindings(room, surface)` (see
 `HarnessSurface.received_to_canonical`), so nothing is translated twice and the world does not
 change with the harness. Changed *defaults* need no mapping: the oracle passes every argument
 that matters explicitly, and the loop fills a tool's schema defaults for omitted parameters.

@@ -51,6 +51,15 @@ def source_problem(source: str, *, task_files: bool = True) -> str | None:
     return None
 
 
+def source_is_task_file(source: str) -> bool:
+    """Whether `source` names a task file (it plays in the task-file world), not live-room
+    tasks (a split, a suite, or live-room tasks saved as JSONL)."""
+    if source in SPLITS or source in suites():
+        return False
+    path = Path(source).expanduser()
+    return path.is_file() and is_task_file(path)
+
+
 def load_source(
     source: str,
     *,

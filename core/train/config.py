@@ -287,7 +287,9 @@ class RlConfig(StageBase):
     stage: Literal["rl"] = "rl"
     learning_rate: float = Field(default=1e-5, gt=0, description="Peak learning rate.")
     tasks: str = Field(
-        default="train", description="Simulator tasks: train | dev | a suite name | a JSONL file."
+        default="train",
+        description="Tasks: train | dev | a suite name | live-room tasks (JSONL) | a task "
+        "file (its train split, played with the harness's own tools).",
     )
     per_category: int | None = Field(
         default=4, ge=1, description="Tasks per category when tasks is a split."
@@ -751,7 +753,7 @@ def _check_rl_sources(config: RlConfig) -> list[tuple[str, str]]:
         problems.append(("sampler", f"unknown variant sampler {config.sampler!r} (known: {known})"))
     from core.taskfile.sources import source_problem
 
-    problem = source_problem(config.tasks, task_files=False)
+    problem = source_problem(config.tasks)
     if problem is not None:
         problems.append(("tasks", problem))
     return problems

@@ -34,24 +34,27 @@ on the final turn they grade the model's own reply.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import random
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+import threading
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
 from core.datagen.rows import failed_turns
 from core.datagen.variants import HarnessVariant, get_sampler, variant_seed
 from core.episode.play import play
+from core.episode.world import GoldUnavailable, World
 from core.harness.models import Harness
-from core.runtime.client import DeltaCallback, Message, ModelError, ModelReply
+from core.runtime.client import ChatClient, DeltaCallback, Message, ModelError, ModelReply
 from core.runtime.trace import ModelCallStep, Step, Trace
 from core.sim.faults import FaultRates
-from core.sim.models import Catalog, Task
-from core.sim.oracle import OracleClient, task_harness
-from core.sim.surface import HarnessSurface
+from core.sim.models import Catalog
 from core.train.data import compact_system_prompt
+
+T = TypeVar("T")
 
 COMPONENTS = ("accuracy", "effectiveness", "tool_rationality", "skill_selection", "length")
 
@@ -61,7 +64,7 @@ class RlPrompt:
     """One GRPO group's prompt and what is needed to score its completions."""
 
     key: str
-    task: Task
+    task: Any
     variant_seed: int
     turn: int
     messages: list[dict[str, str]]
@@ -89,7 +92,7 @@ class _SampledTurn:
     """The client of a scoring run: oracle before turn t, the completion at t, then the oracle
     unless turn t failed (module doc)."""
 
-    def __init__(self, oracle: OracleClient, turn: int, completion: str) -> None:
+    def __init__(self, oracle: ChatClient, turn: int, completion: str) -> None:
         self.oracle = oracle
         self.turn = turn
         self.completion = completion
@@ -120,13 +123,20 @@ class _SampledTurn:
 
 
 class RlEnvironment:
-    """Builds prompt groups and scores completions (module doc)."""
+    """Builds prompt groups and scores completions (module doc).
+
+    The tasks play in one World: the live room (`catalog`, with seeded random faults), or,
+    with `task_file`, the harness's own tools and the task file's graders (rewards from the
+    same grades; the gold under each group's variant is the file's gold remapped onto it).
+    The world lives on an event loop of the environment's own thread, so a task file's MCP
+    servers stay connected across the trainer's synchronous reward calls; `close` stops it.
+    """
 
     def __init__(
         self,
         harness: Harness,
-        catalog: Catalog,
-        tasks: Sequence[Task],
+        catalog: Catalog | None,
+        tasks: Sequence[Any],
         *,
         sampler: str = "hsa",
         fault_rate: float = 0.1,
@@ -134,6 +144,7 @@ class RlEnvironment:
         turn: str = "any",
         seed: int = 0,
         length_budget: int = 128,
+        task_file: bool = False,
     ) -> None:
         if not tasks:
             raise ValueError("no tasks to build RL prompts from")
@@ -148,37 +159,65 @@ class RlEnvironment:
         self.turn_policy = turn
         self.seed = seed
         self.length_budget = length_budget
-        self._variants: dict[tuple[str, int], tuple[Harness, HarnessSurface]] = {}
+        self._variants: dict[tuple[str, int], HarnessVariant] = {}
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._stack = contextlib.AsyncExitStack()
+        self.world: World[Any] = self._run(self._open(task_file))
+
+    async def _open(self, task_file: bool) -> World[Any]:
+        from core.episode.open_world import open_world
+
+        return await self._stack.enter_async_context(
+            open_world(
+                self.harness,
+                task_file=task_file,
+                catalog=self.catalog,
+                fault_rates=self.fault_rates,
+            )
+        )
+
+    def _run(self, work: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result()
+
+    def close(self) -> None:
+        """Close the world (a task file's tools) and stop the environment's loop."""
+        if self._loop.is_closed():
+            return
+        self._run(self._stack.aclose())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
 
     # ------------------------------------------------------------------ variants, loop runs
 
-    def variant(self, task: Task, seed: int) -> tuple[Harness, HarnessSurface]:
+    def variant(self, task: Any, seed: int) -> HarnessVariant:
         key = (task.id, seed)
         cached = self._variants.get(key)
         if cached is None:
-            variant: HarnessVariant = self.sampler(self.harness, seed)
-            harness = task_harness(task, variant.harness)
-            surface = HarnessSurface(
-                harness, variant.skill_roles, variant.param_names, variant.param_values
-            )
-            cached = (harness, surface)
+            drawn: HarnessVariant = self.sampler(self.harness, seed)
+            cached = replace(drawn, index=1)
             self._variants[key] = cached
         return cached
 
-    async def _gold(self, task: Task, seed: int) -> Trace:
-        harness, surface = self.variant(task, seed)
-        client = OracleClient(task, harness, self.catalog, surface=surface)
+    async def _gold(self, task: Any, seed: int) -> Trace:
+        gold = await self.world.gold(task, self.variant(task, seed))
         episode = await play(
-            task, harness, client, self.catalog, surface=surface,
-            fault_rates=self.fault_rates, request_id=f"{task.id}@{seed}", graded=False,
+            task, gold.harness, gold.client, self.world, surface=gold.surface,
+            request_id=f"{task.id}@{seed}", graded=False,
         )  # fmt: skip
         return episode.trace
+
+    def gold_trace(self, task: Any, seed: int) -> Trace:
+        """The gold run of `task` under group variant `seed` (the prompt's source)."""
+        return self._run(self._gold(task, seed))
 
     # ------------------------------------------------------------------ prompts
 
     def build_prompts(self, groups: int) -> tuple[list[RlPrompt], dict[str, int]]:
         """`groups` prompts (tasks round-robin, a fresh variant each); (prompts, dropped)."""
-        return asyncio.run(self._build(groups))
+        return self._run(self._build(groups))
 
     async def _build(self, groups: int) -> tuple[list[RlPrompt], dict[str, int]]:
         prompts: list[RlPrompt] = []
@@ -190,7 +229,12 @@ class RlEnvironment:
             task = self.task_order[index % len(self.task_order)]
             seed = variant_seed(self.seed, task.id, 1000 + index)
             try:
+                gold = await self.world.gold(task, self.variant(task, seed))
                 trace = await self._gold(task, seed)
+            except GoldUnavailable as exc:  # the task's gold cannot play: skip it, say why
+                reason = f"gold unavailable: {exc}"
+                dropped[reason] = dropped.get(reason, 0) + 1
+                continue
             except Exception as exc:  # a sampler or harness bug: skip the group, say why
                 reason = f"variant failed: {type(exc).__name__}"
                 dropped[reason] = dropped.get(reason, 0) + 1
@@ -207,13 +251,12 @@ class RlEnvironment:
                 for m in trace.messages[: step.messages_sent]
             ]
             if self.system_prompt == "compact" and messages and messages[0]["role"] == "system":
-                harness, _ = self.variant(task, seed)
                 from core.harness.render import tool_specs
 
                 messages[0] = {
                     "role": "system",
                     "content": compact_system_prompt(
-                        tool_specs(harness), loader=harness.settings.load_skill_tool
+                        tool_specs(gold.harness), loader=gold.harness.settings.load_skill_tool
                     ),
                 }
             prompts.append(RlPrompt(f"{task.id}#g{index}", task, seed, step.turn, messages))
@@ -234,20 +277,17 @@ class RlEnvironment:
         over = max(0, tokens - self.length_budget)
         return 0.0 - min(1.0, over / self.length_budget)
 
-    def score(
-        self, task: Task, variant_seed: int, turn: int, completion: str, tokens: int
-    ) -> Score:
-        return asyncio.run(self.score_async(task, variant_seed, turn, completion, tokens))
+    def score(self, task: Any, variant_seed: int, turn: int, completion: str, tokens: int) -> Score:
+        return self._run(self.score_async(task, variant_seed, turn, completion, tokens))
 
     async def score_async(
-        self, task: Task, variant_seed: int, turn: int, completion: str, tokens: int
+        self, task: Any, variant_seed: int, turn: int, completion: str, tokens: int
     ) -> Score:
-        harness, surface = self.variant(task, variant_seed)
-        oracle = OracleClient(task, harness, self.catalog, surface=surface)
-        client = _SampledTurn(oracle, turn, completion)
+        gold = await self.world.gold(task, self.variant(task, variant_seed))
+        client = _SampledTurn(gold.client, turn, completion)
         episode = await play(
-            task, harness, client, self.catalog, surface=surface,
-            fault_rates=self.fault_rates, on_event=client.on_event,
+            task, gold.harness, client, self.world, surface=gold.surface,
+            on_event=client.on_event,
         )  # fmt: skip
         trace, grades = episode.trace, episode.grades
         assert grades is not None
@@ -285,10 +325,12 @@ class RewardCache:
         self._cache[key] = score
         return score
 
-    def _task(self, task_json: str) -> Task:
+    def _task(self, task_json: str) -> Any:
         data = json.loads(task_json)
         task = self.env.tasks.get(str(data.get("id")))
-        return task if task is not None else Task.model_validate(data)
+        if task is None:
+            raise KeyError(f"an RL row names task {data.get('id')!r}, not one of the stage's")
+        return task
 
 
 def reward_functions(cache: RewardCache) -> list[Callable[..., list[float]]]:

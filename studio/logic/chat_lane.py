@@ -11,11 +11,11 @@ one harness against two servers. Each lane keeps its own history and latency row
 Each request gets a new client (`client_factory`, default `OpenAIChatClient`), closed when the
 request ends: the studio runs requests either on its qasync loop or, without one, with
 `asyncio.run` in a worker thread, and an HTTP client must not outlive the loop it was made on.
-Each request also gets a fresh simulated room (`viewer_stream.room_bindings`) for its task,
-and, when the harness binds tools elsewhere (Python functions, MCP servers, HTTP endpoints),
-its own `ToolRuntime` for the request: like the HTTP client, an MCP session must not outlive
-the loop it was opened on, so it lives exactly as long as the request (MCP servers start on
-their first call).
+Each request also gets its world's fresh bindings (`core.episode.open_world.chat_world`: a new
+simulated room for its task when the harness binds simulator tools) and, when the harness
+binds tools elsewhere (Python functions, MCP servers, HTTP endpoints), its own `ToolRuntime`
+for the request: like the HTTP client, an MCP session must not outlive the loop it was opened
+on, so it lives exactly as long as the request (MCP servers start on their first call).
 
 `fresh=True` answers the message without the conversation so far and leaves that conversation
 as it was (a live-room replay, where viewers' questions are independent). A failed request
@@ -40,7 +40,6 @@ from core.serving.client import GenerationOptions, OpenAIChatClient
 from core.sim.models import Task
 from core.store import Store
 from studio.logic.chat_server import Endpoint
-from studio.logic.viewer_stream import room_bindings
 
 
 class ClosableClient(ChatClient, Protocol):
@@ -93,7 +92,7 @@ class ChatLane:
         return ChatSession(
             harness,
             _NoClient(),
-            room_bindings(),
+            Bindings(),
             store=self.store,
             session=f"chat-{self.name.lower()}-{uuid.uuid4().hex[:10]}",
             warmup=self.warmup,
@@ -148,15 +147,14 @@ class ChatLane:
 async def request_bindings(
     harness: Harness, task: Task | None, world: contextlib.AsyncExitStack
 ) -> Bindings:
-    """Everything one chat request can call: a fresh live room (for `sim.*` tools), the
-    harness's own tools through a ToolRuntime entered on `world`, and HSA's distractors."""
-    from core.episode.play import own_bindings
-    from core.runtime.tool_runtime import ToolRuntime
+    """Everything one chat request can call: its world's fresh bindings (a new live room for
+    `sim.*` tools, the harness's own tools through a ToolRuntime entered on `world`, HSA's
+    distractors)."""
+    from core.episode.open_world import chat_world
+    from core.sim.surface import HarnessSurface
 
-    tools = None
-    if any(not t.binding.startswith(("sim.", "hsa.")) for t in harness.active_tools):
-        tools = await world.enter_async_context(ToolRuntime(harness))
-    return own_bindings(harness, tools, room_bindings(task))
+    played_in = await chat_world(harness, world)
+    return played_in.bindings(task, harness, HarnessSurface(harness, {}, {}, {}))
 
 
 # ----------------------------------------------------------------------------- harness choices

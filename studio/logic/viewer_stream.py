@@ -27,10 +27,7 @@ from collections import deque
 from dataclasses import dataclass
 from functools import cache
 
-from core.runtime.bindings import Bindings
-from core.sim.catalog import load_catalog
 from core.sim.models import Split, Task, TaskCategory
-from core.sim.room import LiveRoom
 from core.sim.tasks import generate_tasks
 
 CATEGORY_TITLES = {
@@ -100,14 +97,6 @@ def live_stream(count: int, *, seed: int = 0, split: Split = Split.DEV) -> list[
     pool = [ViewerPreset(t) for t in _tasks(split, seed, per_category)]
     random.Random(f"live:{seed}").shuffle(pool)
     return pool[:count]
-
-
-def room_bindings(task: Task | None = None) -> Bindings:
-    """Fresh simulator bindings for one request: the room of `task` (faults and seed
-    included), or of the first dev task when there is none."""
-    if task is None:
-        task = _tasks(Split.DEV, 0, 1)[0]
-    return LiveRoom.for_task(task, load_catalog()).register(Bindings())
 
 
 # ----------------------------------------------------------------------------- replay

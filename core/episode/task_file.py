@@ -1,0 +1,197 @@
+"""An operator's harness and task file as a World.
+
+Tools run against the harness's own bindings (Python callables, MCP servers, HTTP endpoints)
+through the run's `ToolRuntime` (one per run: MCP servers start once and are shared by the
+episodes in flight), with HSA's distractors bound beside them. A task is graded by
+core/taskfile/grading.py in the names of `original`, the harness the task file was written
+for, so a variant that renames a tool or a skill grades like the original (tools by binding,
+skills by role); tasks that give only a reference answer are graded by `judge`.
+
+**The gold under a variant.** A task file states the gold in the original harness's names
+(core/taskfile/gold.py). Its gold run under the original plays once per task, through the
+real tools; it must get full marks, or the task cannot be a teacher row, an RL group or an HV-QA
+variant (`GoldUnavailable` says which grade failed, or which tool raised). Under an HSA variant
+the gold is that run's trajectory remapped through the variant's own chain and verified by
+core/hsa/augment.py (same decisions on every output, exact inverse), drawn again with the
+variant's policy and seed; a transform the gold cannot survive (a parameter the gold names
+by a value the variant changed) is left out and recorded in the row's mapping as `dropped`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import TYPE_CHECKING, ClassVar
+
+from core.episode.world import GoldRun, GoldUnavailable, Request, TaskInfo, World, surface_of
+from core.harness.models import Harness, ToolProtocol
+from core.hsa.distractors import register_distractors
+from core.runtime.bindings import Bindings
+from core.runtime.client import ScriptedClient
+from core.runtime.trace import ToolCallStep
+from core.sim.surface import HarnessSurface
+from core.taskfile.gold import gold_client
+from core.taskfile.grading import grade_own
+from core.taskfile.models import OwnTask
+
+if TYPE_CHECKING:
+    from core.episode.variant import HarnessVariant
+    from core.hsa.augment import Augmented, _Requirements
+    from core.runtime.tool_runtime import ToolRuntime
+    from core.runtime.trace import Trace
+    from core.sim.graders import Grades
+    from core.sim.judge import LLMJudge
+
+
+class TaskFileWorld(World[OwnTask]):
+    """A harness's own tools and a task file's graders (module doc)."""
+
+    kind: ClassVar[str] = "task-file"
+
+    def __init__(
+        self,
+        original: Harness,
+        tools: ToolRuntime | None = None,
+        *,
+        judge: LLMJudge | None = None,
+    ) -> None:
+        self.original = original
+        self.tools = tools
+        self.judge = judge
+        self._golds: dict[str, tuple[Trace, _Requirements | None]] = {}
+        self._augmented: dict[tuple[str, int, str], Augmented] = {}
+        """Variants already drawn for a task (RL scores many completions of each group)."""
+        self._lock = asyncio.Lock()
+
+    def task_info(self, task: OwnTask) -> TaskInfo:
+        return TaskInfo(task.id, task.split.value, task.category)
+
+    def bindings(self, task: OwnTask | None, harness: Harness, surface: HarnessSurface) -> Bindings:
+        bindings = Bindings()
+        if self.tools is not None:
+            self.tools.register(bindings)
+        register_distractors(bindings, harness)
+        return bindings
+
+    def request(self, task: OwnTask) -> Request:
+        return Request(
+            task.message,
+            [turn.model_dump() for turn in task.history],
+            {"task": dict(task.context), "task_id": task.id},
+        )
+
+    async def grade(
+        self, task: OwnTask, trace: Trace, harness: Harness, surface: HarnessSurface
+    ) -> Grades:
+        from core.taskfile.judge import judge_reference
+
+        judged = None
+        if task.needs_judge and self.judge is not None and trace.ok:
+            judged = await judge_reference(self.judge, task, (trace.final_reply or "").strip())
+        return grade_own(task, trace, harness, written_for=self.original, judged=judged)
+
+    async def gold_trace(self, task: OwnTask, harness: Harness) -> Trace:
+        from core.episode.play import play
+
+        episode = await play(
+            task, harness, gold_client(task, harness), self, request_id=f"gold-{task.id}",
+            graded=False,
+        )  # fmt: skip
+        return episode.trace
+
+    async def checked_gold(self, task: OwnTask) -> Trace:
+        """The gold run under the original harness, once per task; GoldUnavailable when a
+        tool failed in it or it does not get full marks (module doc)."""
+        trace, _ = await self._gold(task, need_requirements=False)
+        return trace
+
+    async def _gold(
+        self, task: OwnTask, *, need_requirements: bool
+    ) -> tuple[Trace, _Requirements | None]:
+        async with self._lock:
+            cached = self._golds.get(task.id)
+            if cached is None:
+                cached = (await self._checked(task), None)
+                self._golds[task.id] = cached
+            if need_requirements and cached[1] is None:
+                from core.hsa.augment import AugmentError, prepare
+
+                try:
+                    cached = (cached[0], prepare(self.original, cached[0]))
+                except AugmentError as exc:
+                    raise GoldUnavailable(f"task {task.id}: {exc}") from None
+                self._golds[task.id] = cached
+            return cached
+
+    async def _checked(self, task: OwnTask) -> Trace:
+        trace = await self.gold_trace(task, self.original)
+        failed = [s for s in trace.steps_of(ToolCallStep) if s.error is not None]
+        if failed:
+            step = failed[0]
+            raise GoldUnavailable(
+                f"task {task.id}: the tool {step.name} failed in the gold run "
+                f"({step.error_kind}: {step.error})"
+            )
+        if not trace.ok:
+            raise GoldUnavailable(
+                f"task {task.id}: the gold run ended {trace.status.value}: {trace.reason or ''}"
+            )
+        from core.sim.graders import GraderResult
+
+        # The gold's reply of a reference-only task is the reference itself.
+        judged = GraderResult(score=1.0, reasons=["the reference"]) if task.needs_judge else None
+        grades = grade_own(task, trace, self.original, judged=judged)
+        if not grades.full_marks:
+            results = {
+                "accuracy": grades.accuracy,
+                "effectiveness": grades.effectiveness,
+                "tool_rationality": grades.tool_rationality,
+                "skill_selection": grades.skill_selection,
+            }
+            below = [
+                f"{name}: {'; '.join(result.reasons) or result.score}"
+                for name, result in results.items()
+                if result.score < 1
+            ]
+            raise GoldUnavailable(
+                f"task {task.id}: the gold run scores below full marks ({' | '.join(below)})"
+            )
+        return trace
+
+    async def gold(self, task: OwnTask, variant: HarnessVariant) -> GoldRun:
+        if variant.policy is None or variant.seed is None:
+            # The file's own gold, written out as the loop sees it (a gold the tools reject
+            # shows as a grade below full marks, which `hat eval run --oracle` reports).
+            client = gold_client(task, variant.harness)
+            return GoldRun(variant.harness, surface_of(variant), client, variant)
+        from core.hsa.augment import augment_prepared
+
+        _, req = await self._gold(task, need_requirements=True)
+        assert req is not None
+        key = (task.id, variant.seed, repr(variant.policy))
+        augmented = self._augmented.get(key)
+        if augmented is None:
+            try:
+                augmented = augment_prepared(req, variant.policy, variant.seed)
+            except Exception as exc:  # a transform's bug: this variant only
+                raise GoldUnavailable(
+                    f"task {task.id}: variant {variant.index} could not be built "
+                    f"({type(exc).__name__}: {exc})"
+                ) from None
+            if len(self._augmented) > 4096:
+                self._augmented.clear()
+            self._augmented[key] = augmented
+        harness = augmented.harness
+        native = harness.settings.tool_protocol is ToolProtocol.NATIVE
+        played = replace(variant, harness=harness, mapping=augmented.record())
+        client = ScriptedClient(list(augmented.trajectory.turns), native=native)
+        return GoldRun(harness, HarnessSurface(harness, {}, {}, {}), client, played)
+
+    async def unplayable_golds(self, tasks: list[OwnTask]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for task in tasks:
+            try:
+                await self.checked_gold(task)
+            except GoldUnavailable as exc:
+                found[task.id] = str(exc)
+        return found
