@@ -176,7 +176,7 @@ def generate(
 
     task_file = source_is_task_file(tasks)
     judged = [t.id for t in task_list if task_file and getattr(t, "needs_judge", False)]
-    if judged and not (judge_url and judge_model):
+    if judged and not (judge_url and judge_model) and not chosen.gold:
         fail(
             f"tasks {', '.join(judged[:5])} have only a reference answer: give --judge-url and "
             "--judge-model, or add facts"

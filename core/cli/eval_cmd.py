@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="Evaluate models: LS-QA, HV-QA, robustness, IFEval; harness impact.")
 
-SUITE_NAMES = ("ls-qa", "hv-qa", "robustness", "ifeval", "tasks", "all")
+SUITE_NAMES = ("ls-qa", "hv-qa", "robustness", "ifeval", "tasks", "hv-tasks", "all")
 
 ModelOpt = Annotated[
     str | None, typer.Option("--model", help="Registered model (default: the demo model).")
@@ -40,7 +40,8 @@ SuiteOpt = Annotated[
     typer.Option(
         "--suite",
         "-s",
-        help="ls-qa | hv-qa | robustness | ifeval | tasks (a task file) | all (repeatable).",
+        help="ls-qa | hv-qa | robustness | ifeval | tasks (a task file) | hv-tasks (the task "
+        "file under heldout variants) | all (repeatable).",
     ),
 ]
 LimitOpt = Annotated[
@@ -52,7 +53,11 @@ BaseUrlOpt = Annotated[
 ]
 OracleOpt = Annotated[
     bool,
-    typer.Option("--oracle", help="The simulator's oracle instead of a model (agent suites)."),
+    typer.Option(
+        "--oracle",
+        help="The gold as the model: the simulator's oracle, or a task file's gold run (agent "
+        "suites).",
+    ),
 ]
 
 

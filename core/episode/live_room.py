@@ -77,7 +77,12 @@ class LiveRoomWorld(World[Task]):
         return Request(task.viewer_message)
 
     async def grade(
-        self, task: Task, trace: Trace, harness: Harness, surface: HarnessSurface
+        self,
+        task: Task,
+        trace: Trace,
+        harness: Harness,
+        surface: HarnessSurface,
+        request: Request | None = None,
     ) -> Grades:
         return grade(task, trace, harness, self.catalog, surface=surface)
 

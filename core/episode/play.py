@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.episode.world import World
+from core.episode.world import Request, World
 from core.harness.models import Harness
 from core.runtime.client import ChatClient
 from core.runtime.loop import AgentLoop, EventCallback
@@ -43,6 +43,8 @@ class Episode:
     surface: HarnessSurface
     trace: Trace
     grades: Grades | None
+    request: Request | None = None
+    """What the episode asked (with the world's state after the run, where it has state)."""
 
 
 async def play(
@@ -70,8 +72,8 @@ async def play(
         request_id=request_id,
         on_event=on_event,
     )
-    grades = await world.grade(task, trace, harness, surface) if graded else None
-    return Episode(task, harness, surface, trace, grades)
+    grades = await world.grade(task, trace, harness, surface, request) if graded else None
+    return Episode(task, harness, surface, trace, grades, request)
 
 
 async def play_all(

@@ -7,6 +7,14 @@ core/taskfile/grading.py in the names of `original`, the harness the task file w
 for, so a variant that renames a tool or a skill grades like the original (tools by binding,
 skills by role); tasks that give only a reference answer are graded by `judge`.
 
+**State.** A world with state (a shop's orders, a user's staging database) starts every
+episode from a fresh copy: each `python:` tool module may define `world_state()`, and every
+episode's tools receive a new copy of what it returns as `ctx.context["state"]` (tools that
+write change that copy; tools that do not take `ctx` never see it). Such a task is graded on
+its end state as well: the state after the agent's run must equal the state after the gold run
+on a fresh copy (tau-bench compares the two data hashes), or tool rationality is 0 with the
+reason. MCP and HTTP tools keep their state where they run; resetting it is theirs to do.
+
 **The gold under a variant.** A task file states the gold in the original harness's names
 (core/taskfile/gold.py). Its gold run under the original plays once per task, through the
 real tools; it must get full marks, or the task cannot be a teacher row, an RL group or an HV-QA
@@ -20,8 +28,12 @@ by a value the variant changed) is left out and recorded in the row's mapping as
 from __future__ import annotations
 
 import asyncio
+import copy
+import json
+import re
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from core.episode.world import GoldRun, GoldUnavailable, Request, TaskInfo, World, surface_of
 from core.harness.models import Harness, ToolProtocol
@@ -29,6 +41,7 @@ from core.hsa.distractors import register_distractors
 from core.runtime.bindings import Bindings
 from core.runtime.client import ScriptedClient
 from core.runtime.trace import ToolCallStep
+from core.sim.graders import GraderResult
 from core.sim.surface import HarnessSurface
 from core.taskfile.gold import gold_client
 from core.taskfile.grading import grade_own
@@ -60,6 +73,8 @@ class TaskFileWorld(World[OwnTask]):
         self.judge = judge
         self._golds: dict[str, tuple[Trace, _Requirements | None]] = {}
         self._augmented: dict[tuple[str, int, str], Augmented] = {}
+        self._factories: dict[str, Callable[[], Any]] | None = None
+        self._end_states: dict[str, str | None] = {}
         """Variants already drawn for a task (RL scores many completions of each group)."""
         self._lock = asyncio.Lock()
 
@@ -74,20 +89,71 @@ class TaskFileWorld(World[OwnTask]):
         return bindings
 
     def request(self, task: OwnTask) -> Request:
-        return Request(
-            task.message,
-            [turn.model_dump() for turn in task.history],
-            {"task": dict(task.context), "task_id": task.id},
-        )
+        context: dict[str, Any] = {"task": dict(task.context), "task_id": task.id}
+        state = self.fresh_state()
+        if state is not None:
+            context["state"] = state
+        return Request(task.message, [turn.model_dump() for turn in task.history], context)
+
+    def fresh_state(self) -> Any:
+        """A new copy of the world's initial state (None: the tools keep no state): each
+        `python:` tool module's `world_state()`, called again for every episode so no
+        episode sees another's writes; one module's state as it is, several by module."""
+        if self._factories is None:
+            self._factories = self.tools.state_factories() if self.tools is not None else {}
+        if not self._factories:
+            return None
+        states = {module: copy.deepcopy(fn()) for module, fn in self._factories.items()}
+        return next(iter(states.values())) if len(states) == 1 else states
+
+    async def gold_end_state(self, task: OwnTask) -> str | None:
+        """The world's state after the task's gold run on a fresh copy, as canonical JSON
+        (None: no state); once per task."""
+        if task.id not in self._end_states:
+            from core.episode.play import play
+
+            episode = await play(
+                task, self.original, gold_client(task, self.original), self,
+                request_id=f"gold-state-{task.id}", graded=False,
+            )  # fmt: skip
+            state = episode.request.context.get("state") if episode.request else None
+            self._end_states[task.id] = _canonical(state)
+        return self._end_states[task.id]
 
     async def grade(
-        self, task: OwnTask, trace: Trace, harness: Harness, surface: HarnessSurface
+        self,
+        task: OwnTask,
+        trace: Trace,
+        harness: Harness,
+        surface: HarnessSurface,
+        request: Request | None = None,
     ) -> Grades:
+        grades = await self._grade_reply(task, trace, harness)
+        state = request.context.get("state") if request is not None else None
+        if state is None:
+            return grades
+        wanted = await self.gold_end_state(task)
+        if _canonical(state) == wanted:
+            return grades
+        reason = "the end state differs from the gold run's (writes the gold does not make)"
+        return grades.model_copy(
+            update={
+                "tool_rationality": GraderResult(
+                    score=0.0, reasons=[reason, *grades.tool_rationality.reasons]
+                )
+            }
+        )
+
+    async def _grade_reply(self, task: OwnTask, trace: Trace, harness: Harness) -> Grades:
         from core.taskfile.judge import judge_reference
 
         judged = None
-        if task.needs_judge and self.judge is not None and trace.ok:
-            judged = await judge_reference(self.judge, task, (trace.final_reply or "").strip())
+        reply = (trace.final_reply or "").strip()
+        if task.needs_judge and trace.ok:
+            if _same_words(reply, task.reference or ""):
+                judged = GraderResult(score=1.0, reasons=["the reply is the reference answer"])
+            elif self.judge is not None:
+                judged = await judge_reference(self.judge, task, reply)
         return grade_own(task, trace, harness, written_for=self.original, judged=judged)
 
     async def gold_trace(self, task: OwnTask, harness: Harness) -> Trace:
@@ -125,7 +191,7 @@ class TaskFileWorld(World[OwnTask]):
 
     async def _checked(self, task: OwnTask) -> Trace:
         trace = await self.gold_trace(task, self.original)
-        failed = [s for s in trace.steps_of(ToolCallStep) if s.error is not None]
+        failed = [s for s in trace.steps_of(ToolCallStep) if _failed_in_gold(s)]
         if failed:
             step = failed[0]
             raise GoldUnavailable(
@@ -136,11 +202,7 @@ class TaskFileWorld(World[OwnTask]):
             raise GoldUnavailable(
                 f"task {task.id}: the gold run ended {trace.status.value}: {trace.reason or ''}"
             )
-        from core.sim.graders import GraderResult
-
-        # The gold's reply of a reference-only task is the reference itself.
-        judged = GraderResult(score=1.0, reasons=["the reference"]) if task.needs_judge else None
-        grades = grade_own(task, trace, self.original, judged=judged)
+        grades = await self._grade_reply(task, trace, self.original)
         if not grades.full_marks:
             results = {
                 "accuracy": grades.accuracy,
@@ -195,3 +257,33 @@ class TaskFileWorld(World[OwnTask]):
             except GoldUnavailable as exc:
                 found[task.id] = str(exc)
         return found
+
+
+ANSWER_ERROR_KINDS = frozenset({"error"})
+"""Tool error kinds a gold may meet as an answer (an order that does not exist, a return
+outside its window: the tool's own ToolError), unless the tool crashed. Anything else in a
+gold run (a timeout, a malformed result, an unknown tool, invalid arguments, a hook block)
+means the gold cannot be played as the file states it."""
+
+
+def _canonical(state: Any) -> str | None:
+    """A state as canonical JSON (the comparison tau-bench makes with data hashes)."""
+    if state is None:
+        return None
+    return json.dumps(state, sort_keys=True, default=str, separators=(",", ":"))
+
+
+def _same_words(a: str, b: str) -> bool:
+    """The reference, word for word (case, spacing and punctuation aside): gradable without a
+    judge, so the gold of a reference-only task needs none."""
+
+    def words(text: str) -> list[str]:
+        return re.findall(r"\w+", text.casefold())
+
+    return bool(b.strip()) and words(a) == words(b)
+
+
+def _failed_in_gold(step: ToolCallStep) -> bool:
+    if step.error_kind is None:
+        return False
+    return step.crashed or step.error_kind not in ANSWER_ERROR_KINDS

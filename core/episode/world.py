@@ -44,6 +44,8 @@ class Request:
     message: str
     history: list[dict[str, Any]] = field(default_factory=list)
     context: dict[str, Any] = field(default_factory=dict)
+    """Reaches every binding as `ToolContext.context`; a world with state puts this episode's
+    own fresh copy of it under `"state"`, which the tools change and the grades read."""
 
 
 @dataclass(frozen=True)
@@ -99,10 +101,16 @@ class World(ABC, Generic[TaskT]):
 
     @abstractmethod
     async def grade(
-        self, task: TaskT, trace: Trace, harness: Harness, surface: HarnessSurface
+        self,
+        task: TaskT,
+        trace: Trace,
+        harness: Harness,
+        surface: HarnessSurface,
+        request: Request | None = None,
     ) -> Grades:
         """The four grades of `trace` answering `task` under `harness` (read through
-        `surface`: renamed tools by binding, renamed skills by role)."""
+        `surface`: renamed tools by binding, renamed skills by role); `request` is the one
+        the episode ran (its state after the run, where the world has state)."""
 
     @abstractmethod
     async def gold_trace(self, task: TaskT, harness: Harness) -> Trace:

@@ -211,6 +211,7 @@ async def _variant_harness(
 ) -> Harness:
     """The heldout HSA variant of `base` for an HV item, built from the task's gold run in
     its world so only transforms that preserve this task are kept (core/hsa/augment.py)."""
+    from core.episode.world import GoldUnavailable
     from core.hsa.augment import augment_prepared, prepare
 
     wanted = hv_variant(item, base)
@@ -218,6 +219,9 @@ async def _variant_harness(
     async with ctx.prepare_lock:
         req = ctx.prepared.get(item.task_id)
         if req is None:
+            unplayable = await world.unplayable_golds([item.task])
+            if unplayable:
+                raise GoldUnavailable(unplayable[item.task_id])
             gold = await world.gold_trace(item.task, base)
             req = prepare(base, gold)
             if len(ctx.prepared) > 64:

@@ -67,9 +67,11 @@ BINDING_ERROR_KINDS: frozenset[ToolErrorKind] = frozenset(
 class ToolError(Exception):
     """A tool failure shown to the model as `{"error": {"kind": ..., "message": ...}}`."""
 
-    def __init__(self, kind: ToolErrorKind | str, message: str) -> None:
+    def __init__(self, kind: ToolErrorKind | str, message: str, *, crashed: bool = False) -> None:
         self.kind = ToolErrorKind(kind)
         self.message = message
+        self.crashed = crashed
+        """The binding raised something other than a ToolError (a bug, not an answer)."""
         super().__init__(f"{self.kind.value}: {message}")
 
     def to_result(self) -> dict[str, Any]:
@@ -177,7 +179,8 @@ class Bindings:
             message = f"{ctx.tool or name} timed out after {limit:g} s"
             raise ToolError(ToolErrorKind.TIMEOUT, message) from None
         except Exception as exc:
-            raise ToolError(ToolErrorKind.ERROR, f"{type(exc).__name__}: {exc}") from exc
+            message = f"{type(exc).__name__}: {exc}"
+            raise ToolError(ToolErrorKind.ERROR, message, crashed=True) from exc
         return to_json_data(result)
 
 

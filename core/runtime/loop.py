@@ -410,7 +410,10 @@ class _Request:
             )
         except ToolError as exc:
             duration = time.monotonic() - started
-            return self._tool_failed(call, call_id, exc.kind, exc.message, duration), False
+            failed = self._tool_failed(
+                call, call_id, exc.kind, exc.message, duration, crashed=exc.crashed
+            )
+            return failed, False
         self._emit(
             ToolCallStep(
                 name=call.name,
@@ -438,6 +441,8 @@ class _Request:
         kind: ToolErrorKind,
         message: str,
         duration: float = 0.0,
+        *,
+        crashed: bool = False,
     ) -> str:
         self.trace.counts.tool_errors += 1
         self._emit(
@@ -447,6 +452,7 @@ class _Request:
                 arguments=call.arguments,
                 error_kind=kind.value,
                 error=message,
+                crashed=crashed,
                 duration_s=duration,
             )
         )

@@ -154,6 +154,11 @@ def _untrusted_reason(target: BindingTarget) -> str:
     )
 
 
+STATE_FUNCTION = "world_state"
+"""A `python:` tool module's function that returns the world's initial state (see
+`ToolRuntime.state_factories`)."""
+
+
 def _import_target(module: str, function: str) -> Callable[..., Any]:
     """The callable `module:function` names, or ToolError(error) saying what is missing."""
     try:
@@ -592,6 +597,22 @@ class ToolRuntime:
             else:
                 bindings.register(binding, self._http_binding(target.url))
         return bindings
+
+    def state_factories(self) -> dict[str, Callable[[], Any]]:
+        """`world_state` of every trusted `python:` tool module that defines one (module ->
+        the function): a world with state (a shop, a staging database) gives each episode a
+        fresh copy of what it returns, as `ctx.context["state"]` (core/episode/task_file.py)."""
+        found: dict[str, Callable[[], Any]] = {}
+        for tool in self.harness.tools:
+            target = parse_binding(tool.binding)
+            if target.kind != "python" or not tool.trusted or target.module in found:
+                continue
+            try:
+                fn = _import_target(target.module, STATE_FUNCTION)
+            except ToolError:
+                continue
+            found[target.module] = fn
+        return found
 
     def _register_python(self, bindings: Bindings, target: BindingTarget) -> None:
         key = f"{target.module}:{target.function}"

@@ -83,6 +83,8 @@ class ToolCallStep(_Step):
     result: Any = Field(default=None, description="The binding's JSON result; None on error.")
     error_kind: str | None = None
     error: str | None = None
+    crashed: bool = False
+    """The binding raised an exception of its own (a bug), not a ToolError it meant to give."""
     duration_s: float = 0.0
 
 
