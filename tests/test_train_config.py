@@ -395,8 +395,6 @@ def test_rl_rewards_grade_the_sampled_turn(rl_env: object) -> None:
     for prompt in prompts:
         gold = rl_env.score(prompt.task, prompt.variant_seed, prompt.turn, "", 0)
         # The oracle's own output at that turn: regenerate it from the gold trace.
-        import asyncio
-
         trace = rl_env.gold_trace(prompt.task, prompt.variant_seed)
         step = [s for s in trace.steps_of(ModelCallStep) if s.error is None][prompt.turn - 1]
         good = rl_env.score(prompt.task, prompt.variant_seed, prompt.turn, step.raw_output, 8)
