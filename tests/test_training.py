@@ -4,8 +4,10 @@
   and generates; the assistant-only mask is checked token by token on a real row.
 - A run killed (SIGKILL) after a checkpoint is failed with the signal named; `resume`
   continues from the checkpoint and the step count and metric curve have no gap or repeat.
-- The pipeline runs SFT -> OPD -> RL: OPD and RL complete and log their metrics (RL: every
-  reward component), every stage's adapter is registered, the last one generates.
+- The pipeline runs SFT -> OPD -> RL on a harness of the user's own (Python-bound tools, a task
+  file): OPD and RL complete and log their metrics (RL: every reward component, from the task
+  file's graders), every stage's adapter is registered, the last one generates and is
+  evaluated on Harness-Variant QA of the task file by a real server.
 
 CPU budget: rows use the compact harness prompt (`system_prompt: compact`, ~200 tokens instead
 of the demo's ~2.5k) and `max_length` 288 (the first assistant turn of every row fits), batch
@@ -290,21 +292,41 @@ def test_kill_stop_and_resume_continue_steps_and_curve(base_model: str, rows: Pa
         assert run.outputs["registered"] == ["sft-resume"]
 
 
-def test_pipeline_sft_opd_rl(base_model: str, rows: Path) -> None:
+def test_pipeline_sft_opd_rl_on_a_users_harness(base_model: str, tmp_path: Path) -> None:
+    """HAT end to end on a harness of the user's own (tests/fixtures/support_desk: six tools
+    bound to Python functions, a refund that writes, a task file): oracle rows under train
+    variants -> HSA-SFT -> OPD -> HSA-RL on the task file -> Harness-Variant QA of the task
+    file by a real `transformers serve`. (The live room's pipeline runs end to end in the
+    replication's CI profile, tests/test_experiment.py.)"""
+    from core.eval.api import list_eval_runs, load_results
     from core.models import get
     from core.store.training import list_runs
+    from core.taskfile.models import TaskSplit, load_task_file
     from core.train.pipeline import run_pipeline
+
+    desk = Path(__file__).parent / "fixtures/support_desk"
+    tasks = Path(__file__).parent / "fixtures/support_desk_tasks.jsonl"
+    result = runner.invoke(app, ["harness", "import", str(desk), "--trust", "-m", "user's"])
+    assert result.exit_code == 0, result.output
+    rows = tmp_path / "hsa.jsonl"
+    result = runner.invoke(app, [
+        "data", "generate", "--teacher", "oracle", "--tasks", str(tasks),
+        "--harness-version", "support-desk@head", "-k", "1", "--out", str(rows),
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    train = [t for t in load_task_file(tasks) if t.split is TaskSplit.TRAIN]
+    assert len(rows.read_text().splitlines()) == 2 * len(train)
 
     config = parse_pipeline(
         {
             "model": BASE,
             "name": "hat",
-            "sft": {"data": [str(rows)], "system_prompt": "compact", "max_length": 288,
+            "sft": {"data": [str(rows)], "system_prompt": "compact", "max_length": 320,
                     "per_device_batch_size": 2, "max_steps": 2, "save_steps": 100},
             "opd": {"max_prompts": 4, "max_steps": 2, "per_device_batch_size": 2,
                     "max_completion_length": 8, "save_steps": 100},
-            "rl": {"per_category": 1, "system_prompt": "compact", "turn": "first",
-                   "sampler": "hsa", "max_steps": 2, "per_device_batch_size": 4,
+            "rl": {"tasks": str(tasks), "harness": "support-desk@head", "system_prompt": "compact",
+                   "turn": "first", "sampler": "hsa", "max_steps": 2, "per_device_batch_size": 4,
                    "num_generations": 4, "max_completion_length": 16, "save_steps": 100},
         }
     )  # fmt: skip
@@ -330,12 +352,27 @@ def test_pipeline_sft_opd_rl(base_model: str, rows: Path) -> None:
             assert set(event["rewards"]) == components
             assert "reward" in event["metrics"] and "loss" in event
         info = {k: v for e in run_events(store, rl.id, kind="info") for k, v in e.items()}
-        assert info["sampler"] == "hsa" and info["fault_rate"] > 0 and info["groups"] >= 2
+        assert info["sampler"] == "hsa" and info["groups"] >= 2 and not info["groups_dropped"]
+        assert info["tasks"] == len(train)
         for stage in ("sft", "opd", "rl"):
             record = get(store, f"hat-{stage}")
             assert record.kind == "adapter" and record.base == BASE
         assert pipeline.outputs["final"]["adapter"] == rl.outputs["adapter"]
     assert generate(Path(rl.outputs["adapter"]), demo_folder())
+
+    result = runner.invoke(app, [
+        "eval", "run", "--model", BASE, "--adapter", "hat-rl", "--suite", "hv-tasks",
+        "--tasks", str(tasks), "--harness", "support-desk", "--variants", "1", "--limit", "2",
+        "--max-tokens", "16", "--engine", "transformers", "--concurrency", "2",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    with Store.open() as store:
+        run = list_eval_runs(store)[-1]
+        results = load_results(store, run.id)
+    assert run.status.value == "done", run.reason
+    assert len(results) == 2 and {r.suite.value for r in results} == {"hv-tasks"}
+    # every item was played by the served model and graded (a failed one keeps its grades)
+    assert all(r.grades for r in results), [(r.task_id, r.reason) for r in results]
 
 
 def parse_stage_of(run: Any) -> dict[str, Any]:
