@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from core.cli.main import app
@@ -74,17 +76,47 @@ def test_every_gold_gets_full_marks_through_the_real_tools() -> None:
     assert all(r.passed for r in rows), [(r.task_id, r.grades) for r in rows if not r.passed]
 
 
+def test_the_task_file_is_the_scripts_and_every_gold_passes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """scripts/make_order_desk_tasks.py --check: tasks.jsonl is what the script writes from
+    the shop (seeded, byte for byte), train and test share no phrasing and no generated
+    entity, the desk's HSA banks validate and are disjoint, and every task's gold (train and
+    test) gets full marks through the real tools, under the desk and under its operator edit
+    (harness-edited/, names translated by binding, binding_args and skill role)."""
+    import importlib.util
+
+    path = Path(__file__).parents[1] / "scripts/make_order_desk_tasks.py"
+    spec = importlib.util.spec_from_file_location("make_order_desk_tasks", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = script  # its dataclasses look their module up
+    spec.loader.exec_module(script)
+    assert script.main(["--check"]) == 0, capsys.readouterr().out
+    tasks = load_task_file(TASKS)
+    splits = {s: [t for t in tasks if t.split is s] for s in TaskSplit}
+    assert len(splits[TaskSplit.TRAIN]) >= 150 and len(splits[TaskSplit.TEST]) >= 60
+    for split in splits.values():  # every category in both splits
+        assert {t.category for t in split} == {t.category for t in tasks}
+    assert {"returns-1", "tracking-1", "judge-1"} <= {t.id for t in tasks}
+
+
 def test_hsa_sample_draws_from_the_desks_own_bank(tmp_path: Path) -> None:
     out = tmp_path / "variants"
     args = ["hsa", "sample", "-n", "6", "--out", str(out), "--harness", str(FOLDER)]
     _ok([*args, "--bank-dir", str(EXAMPLE / "hsa"), "--strength", "heavy"])
     manifest = json.loads((out / "manifest.json").read_text())
     assert len(manifest["variants"]) == 6
-    own = {"gift_card_balance", "author_events"}  # the desk bank's train distractors
+    bank = yaml.safe_load((EXAMPLE / "hsa/train/tools.yaml").read_text(encoding="utf-8"))
+
+    def key(name: str) -> str:  # a distractor may come restyled (author-events, authorEvents)
+        return name.replace("_", "").replace("-", "").lower()
+
+    own = {key(d["name"]) for d in bank["distractor_tools"]}  # the desk bank's distractors
     names: set[str] = set()
     for entry in manifest["variants"]:
         variant = import_folder(out / entry["folder"])
-        names |= {t.name for t in variant.tools}
+        names |= {key(t.name) for t in variant.tools}
         assert not any(t.binding.startswith("sim.") for t in variant.tools)
     assert names & own, names
 

@@ -20,7 +20,8 @@ server = MCPServer("policies")
 
 @server.tool()
 def get_policy(topic: str) -> dict[str, Any]:
-    """The shop's policy on one topic: returns, refunds, shipping or damaged."""
+    """The shop's policy on one topic: returns, refunds, shipping, damaged, exchanges,
+    cancellations, international, preorders or gift-wrap."""
     try:
         return policy_of(topic)
     except ToolError as exc:  # an isError result whose text the agent sees

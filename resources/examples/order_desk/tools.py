@@ -53,7 +53,8 @@ def lookup_order(order_id: str) -> dict[str, Any]:
 
 
 def track_parcel(tracking_no: str) -> dict[str, Any]:
-    """Where a parcel is: its status, the last scan and the expected delivery date."""
+    """Where a parcel is: its status, the last scan, where it is (or was left) and the
+    expected delivery date."""
     wanted = str(tracking_no).strip().upper()
     parcel = PARCELS.get(wanted)
     if parcel is None:
@@ -94,7 +95,9 @@ def start_return(order_id: str, reason: str) -> dict[str, Any]:
             f"{window}-day returns window",
         )
     refund = round(sum(book(isbn)["price"] * qty for isbn, qty in order["items"]), 2)
-    digest = hashlib.sha256(f"{order['order_id']}:{reason}".encode()).hexdigest()[:6].upper()
+    # The return id depends on the order alone: the reason is the customer's free text, and
+    # the same return must not get another id because it was worded differently.
+    digest = hashlib.sha256(f"return:{order['order_id']}".encode()).hexdigest()[:6].upper()
     return {
         "return_id": f"RT-{digest}",
         "order_id": order["order_id"],
@@ -105,7 +108,8 @@ def start_return(order_id: str, reason: str) -> dict[str, Any]:
 
 
 def get_policy(topic: str) -> dict[str, Any]:
-    """The shop's policy on one topic (returns, refunds, shipping, damaged)."""
+    """The shop's policy on one topic (a key of `shop.POLICIES`: returns, refunds, shipping,
+    damaged, exchanges, cancellations, international, preorders, gift-wrap)."""
     wanted = str(topic).strip().lower()
     policy = POLICIES.get(wanted)
     if policy is None:
