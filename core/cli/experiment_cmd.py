@@ -1,6 +1,7 @@
 """`hat experiment …`: the mini-replication of the HAT report.
 
     hat experiment replicate --profile cpu --ifeval input_data.jsonl
+    hat experiment replicate --profile order-desk         # on an operator's harness and tasks
     hat experiment replicate --resume <run folder>        # continue where it stopped
     hat experiment status <run folder>
 
@@ -37,7 +38,10 @@ def replicate(
     profile: Annotated[
         str | None,
         typer.Option(
-            "--profile", "-p", help="ci | cpu | cpu-shared | gpu, or a profile YAML file."
+            "--profile",
+            "-p",
+            help="ci | cpu | cpu-shared | gpu (the live room), order-desk-ci | order-desk (a "
+            "task-file world), or a profile YAML file.",
         ),
     ] = None,
     out: Annotated[

@@ -172,7 +172,10 @@ async def _execute(
         async with contextlib.AsyncExitStack() as world:
             blocked = None
             if any(item.suite in TASK_FILE_SUITES for item in todo):
-                blocked = await _open_own_world(ctx, world)
+                written_for = None
+                if request.task_file_harness is not None:
+                    written_for = await asyncio.to_thread(store.load, request.task_file_harness)
+                blocked = await _open_own_world(ctx, world, written_for)
             if blocked is None:
                 status, reason = await _drive(store, ctx, todo, done, total, on_progress, stop)
             else:
@@ -187,9 +190,12 @@ async def _execute(
     )
 
 
-async def _open_own_world(ctx: ItemContext, world: contextlib.AsyncExitStack) -> str | None:
+async def _open_own_world(
+    ctx: ItemContext, world: contextlib.AsyncExitStack, written_for: Harness | None = None
+) -> str | None:
     """The task-file suites' world: the harness's tool runtime (every binding must resolve) and
-    the judge when some task needs one; the reason the run cannot start, or None."""
+    the judge when some task needs one; the reason the run cannot start, or None.
+    `written_for`: the harness the task file names things in (default: the run's)."""
     from core.runtime.tool_runtime import ToolRuntime, binding_problems
     from core.serving.judge import http_judge
     from core.taskfile.judge import JudgeUnavailable, check_judge
@@ -201,8 +207,8 @@ async def _open_own_world(ctx: ItemContext, world: contextlib.AsyncExitStack) ->
     from core.episode.task_file import TaskFileWorld
 
     tools = await world.enter_async_context(ToolRuntime(ctx.harness))
-    ctx.task_world = TaskFileWorld(ctx.harness, tools)
     request = ctx.request
+    ctx.task_world = TaskFileWorld(written_for or ctx.harness, tools)
     if request.judge_url is not None and request.judge_model is not None:
         judge = http_judge(request.judge_url, request.judge_model, timeout_s=request.call_timeout_s)
         world.push_async_callback(judge.close)
@@ -381,6 +387,11 @@ def _check_tasks(request: EvalRequest) -> None:
 
 def _check_request(store: Store, request: EvalRequest, factory: ClientFactory | None) -> None:
     _check_tasks(request)
+    if request.task_file_harness is not None:
+        try:
+            store.info(request.task_file_harness)
+        except StoreError as exc:
+            raise EvalError(f"task_file_harness: {exc}") from None
     if factory is not None or request.base_url is not None:
         return
     from core.models.registry import RegistryError, get

@@ -82,6 +82,12 @@ class EvalRequest(BaseModel):
     task_file: str | None = Field(
         default=None, description="The `tasks` suite: a task file (JSONL, core/taskfile)."
     )
+    task_file_harness: str | None = Field(
+        default=None,
+        description="The stored harness version the task file names tools and skills in "
+        "(default: the run's harness). A run under an edited harness names the original here, "
+        "so gold calls of renamed tools are still matched by binding.",
+    )
     judge_url: str | None = Field(
         default=None,
         description="OpenAI-compatible endpoint of the LLM judge for tasks with only a "
@@ -129,7 +135,7 @@ class EvalRequest(BaseModel):
                 "item_timeout_s",
             },
         )
-        for late in ("categories", "task_file", "judge_url", "judge_model"):
+        for late in ("categories", "task_file", "task_file_harness", "judge_url", "judge_model"):
             if data.get(late) is None:
                 data.pop(late, None)  # requests from before the field compare as before
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))

@@ -8,6 +8,15 @@ recipes and the evaluation sizes. Unknown keys are errors naming their field (th
 sections are the training configs' own models, core/train/config.py, so they are checked by
 the same rules as `hat train`).
 
+**Worlds.** `world: live-room` (the default) replicates in the demo's simulated live room:
+generated tasks, the demo harness (its `lite` / `focus` / `full` cut) and the edited demo
+harness. `world: task-file` replicates on an operator's own harness (DESIGN §2, "Worlds"):
+`harness_folder` (its python:/mcp: tools are trusted: the profile names the code to run),
+`task_file` (its train split is the data and RL tasks, its test split the evaluation) and
+`edited_harness_folder` (the same harness after an edit, for the harness-edit test). Relative
+paths are read from the current folder, else from the project root; the profile keeps them
+absolute, so a run resumes from anywhere.
+
 **Matched step budgets.** The fixed-harness SFT model gets exactly as many optimizer steps as
 the HAT model's three stages together: `fixed_sft.max_steps = hat.sft.max_steps +
 hat.opd.max_steps + hat.rl.max_steps` (set here, never in the file), with the same batch,
@@ -27,7 +36,11 @@ from core.sim.models import TaskCategory
 from core.train.config import ConfigError, OpdConfig, RlConfig, SftConfig, problems_from
 from core.yamlfile import YamlFileError, read_yaml_file
 
-PROFILES = ("ci", "cpu", "cpu-shared", "gpu")
+PROFILES = ("ci", "cpu", "cpu-shared", "gpu", "order-desk-ci", "order-desk")
+
+World = Literal["live-room", "task-file"]
+TASK_FILE_FIELDS = ("harness_folder", "task_file", "edited_harness_folder")
+"""The task-file world's settings (module doc, "Worlds")."""
 
 
 class _Model(BaseModel):
@@ -35,7 +48,12 @@ class _Model(BaseModel):
 
 
 class DataSettings(_Model):
-    per_category: int = Field(default=4, ge=1, description="Train-split tasks per category.")
+    per_category: int = Field(
+        default=4,
+        ge=1,
+        description="Train-split tasks per category (a task file: at most this many of each "
+        "of its categories, drawn with `seed`).",
+    )
     hat_variants: int = Field(
         default=3,
         ge=1,
@@ -92,25 +110,47 @@ class EvalSettings(_Model):
 class Profile(_Model):
     name: str
     description: str = ""
+    world: World = Field(
+        default="live-room",
+        description="live-room: the demo's simulated live room; task-file: an operator's "
+        "harness and task file (`harness_folder`, `task_file`, `edited_harness_folder`).",
+    )
+    harness_folder: str | None = Field(
+        default=None,
+        description="task-file world: the operator's harness folder (imported with trust).",
+    )
+    task_file: str | None = Field(
+        default=None,
+        description="task-file world: the task file (JSONL, docs/task-files.md): its train "
+        "split builds the data and RL tasks, its test split is evaluated.",
+    )
+    edited_harness_folder: str | None = Field(
+        default=None,
+        description="task-file world: the harness folder after an edit (the harness-edit "
+        "test; imported with trust).",
+    )
     model: str = Field(
         default="smollm2-135m-instruct",
         description="Registered base model; the demo model is added when it is missing.",
     )
     harness: Literal["lite", "focus", "full"] = Field(
         default="lite",
-        description="lite: the short-text copy of the demo harness (core/experiment/lite.py); "
-        "focus: lite with only the skills and tools `categories` can use; full: the demo "
-        "harness as shipped.",
+        description="Live room only. lite: the short-text copy of the demo harness "
+        "(core/experiment/lite.py); focus: lite with only the skills and tools `categories` "
+        "can use; full: the demo harness as shipped.",
     )
     categories: list[TaskCategory] | None = Field(
         default=None,
-        description="Task categories trained and evaluated (None: all). Data, RL tasks and "
-        "every agent suite use only these.",
+        description="Live room only: task categories trained and evaluated (None: all). "
+        "Data, RL tasks and every agent suite use only these.",
     )
-    max_turns: int | None = Field(default=5, ge=1, description="lite: model calls per request.")
+    max_turns: int | None = Field(
+        default=5, ge=1, description="Live room, lite and focus: model calls per request."
+    )
     edited_harness: str = Field(
         default="live-host-edited",
-        description="The edited harness: a folder under resources/experiment/ or a path.",
+        description="Live room: the edited harness, a folder under resources/experiment/ or "
+        "a path.",
     )
     data: DataSettings = Field(default_factory=DataSettings)
     parallel_training: bool = Field(
@@ -124,8 +164,17 @@ class Profile(_Model):
 
     @model_validator(mode="after")
     def _focus(self) -> Profile:
+        if self.world == "task-file":
+            return self
         if self.harness == "focus" and not self.categories:
             raise ValueError("harness 'focus' needs `categories` (the skills and tools it keeps)")
+        return self
+
+    @model_validator(mode="after")
+    def _world(self) -> Profile:
+        problems = world_problems(self)
+        if problems:
+            raise FieldProblems(problems)
         return self
 
     def with_seed(self, seed: int) -> Profile:
@@ -153,6 +202,55 @@ class Profile(_Model):
         return self.hat.sft.model_copy(update={"max_steps": self.hat.total_steps, "merge": True})
 
 
+class FieldProblems(ValueError):
+    """Problems of several fields at once, each (field, message): parse_profile names each
+    field in its own line of the ConfigError."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        super().__init__("; ".join(f"{f}: {m}" for f, m in problems))
+        self.problems = problems
+
+
+def world_problems(profile: Profile) -> list[tuple[str, str]]:
+    """(field, message) for each world setting that is missing, misplaced or names nothing;
+    the task-file world's paths are made absolute on the way (module doc, "Worlds")."""
+    given = [f for f in TASK_FILE_FIELDS if getattr(profile, f) is not None]
+    if profile.world == "live-room":
+        where = "only for `world: task-file` (this profile's world is live-room)"
+        return [(f, where) for f in given]
+    problems = [(f, "required in `world: task-file`") for f in TASK_FILE_FIELDS if f not in given]
+    if profile.categories is not None:
+        problems.append(
+            ("categories", "the live room's task categories; a task-file world trains and "
+             "evaluates every category of its file (leave it unset)")
+        )  # fmt: skip
+    for name in given:
+        value = str(getattr(profile, name))
+        path = resolve_path(value)
+        want = "file" if name == "task_file" else "folder"
+        if not (path.is_file() if want == "file" else path.is_dir()):
+            problems.append((name, f"{value}: no such {want}"))
+        else:
+            setattr(profile, name, str(path))
+    return problems
+
+
+def project_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def resolve_path(value: str) -> Path:
+    """A profile's path: absolute, else from the current folder, else from the project root
+    (the bundled profiles name resources/... that way)."""
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return path
+    here = Path.cwd() / path
+    if here.exists():
+        return here.resolve()
+    return (project_root() / path).resolve()
+
+
 def profiles_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "resources" / "experiment" / "profiles"
 
@@ -175,7 +273,14 @@ def parse_profile(data: Any, *, where: str = "profile") -> Profile:
     try:
         return Profile.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(problems_from(exc, Profile, where)) from None
+        problems: list[tuple[str, str]] = []
+        for error, problem in zip(exc.errors(), problems_from(exc, Profile, where), strict=True):
+            found = (error.get("ctx") or {}).get("error")
+            if isinstance(found, FieldProblems):
+                problems += [(f"{where}.{field}", message) for field, message in found.problems]
+            else:
+                problems.append(problem)
+        raise ConfigError(problems) from None
 
 
 def load_profile(ref: str) -> Profile:

@@ -27,6 +27,17 @@ checkpoint, evaluation skips stored items):
                compares the three models on the suites it finished.
 5. `report`    core/experiment/report.py: table, intervals, plots, report.md / report.json.
 
+**In a task-file world** (`world: task-file`, core/experiment/profiles.py) the same steps run
+on an operator's harness: setup imports its folder and the edited folder (with trust: the
+profile names the code to run) as two versions of one stored harness and checks the task file
+against it; data is oracle rows on the file's train split (the gold remapped onto each
+variant, core/episode/task_file.py); HSA-RL plays train tasks of the file through the
+harness's own tools (RlConfig.tasks: a task file; harness: the stored version, whose trust
+the store keeps); LS-QA is the `tasks` suite (the file's test split), HV-QA the `hv-tasks`
+suite, the edit test the `tasks` suite under the edited harness (graded in the names of the
+harness the file was written for); IFEval is unchanged. core/experiment/task_world.py picks
+the tasks.
+
 Everything runs through the project's own pieces (datagen, training runs and pipeline, model
 registry, managed servers, the evaluation runner); this module only sequences them.
 """
@@ -42,7 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -53,6 +64,9 @@ from core.experiment.steps import EVAL_PARTS as EVAL_PARTS
 from core.experiment.steps import MODELS as MODELS
 from core.experiment.steps import STEPS as STEPS
 from core.store import Store
+
+if TYPE_CHECKING:
+    from core.harness.models import Harness
 
 STATE_FILE = "state.json"
 PROFILE_FILE = "profile.yaml"
@@ -172,12 +186,15 @@ class Replication:
         self.save()
         on_message(f"[{name}] {entry['status']} in {entry['wall_s']:.0f} s")
 
+    @property
+    def in_task_file(self) -> bool:
+        """Whether the profile's world is an operator's harness and task file."""
+        return self.profile.world == "task-file"
+
     # ------------------------------------------------------------------ 1. setup
 
     def _setup(self, entry: dict[str, Any], say: Message) -> None:
-        from core.experiment.lite import focus_harness, lite_harness
-        from core.harness import export_folder, import_folder
-        from core.harness.demo import load_demo_harness
+        from core.harness import export_folder
         from core.models import RegistryError, add_demo, get
         from core.models.registry import DEMO_MODEL_NAME
 
@@ -192,18 +209,10 @@ class Replication:
             record, _ = add_demo(self.store)
         entry["base_model"] = record.name
         entry["base_location"] = record.location
-        original = load_demo_harness()
-        edited = import_folder(edited_harness_path(self.profile))
-        if self.profile.harness in ("lite", "focus"):
-            original = lite_harness(original, max_turns=self.profile.max_turns)
-            edited = lite_harness(edited, max_turns=self.profile.max_turns)
-            if self.profile.harness == "focus" and self.profile.categories:
-                original = focus_harness(original, self.profile.categories)
-                edited = focus_harness(edited, self.profile.categories)
-            name = original.name
+        if self.in_task_file:
+            original, edited, name = self._own_harnesses(entry, say)
         else:
-            name = f"{original.name}-replication"
-            original = original.model_copy(update={"name": name})
+            original, edited, name = self._demo_harnesses()
         edited = edited.model_copy(update={"name": name})
         folders = {"original": self.folder / "harness" / "original",
                    "edited": self.folder / "harness" / "edited"}  # fmt: skip
@@ -218,12 +227,70 @@ class Replication:
         entry["versions"] = {"original": first.id, "edited": second.id}
         entry["folders"] = {k: str(v) for k, v in folders.items()}
 
+    def _demo_harnesses(self) -> tuple[Harness, Harness, str]:
+        """The live room's original and edited harness (the profile's cut) and their name."""
+        from core.experiment.lite import focus_harness, lite_harness
+        from core.harness import import_folder
+        from core.harness.demo import load_demo_harness
+
+        original = load_demo_harness()
+        edited = import_folder(edited_harness_path(self.profile))
+        if self.profile.harness in ("lite", "focus"):
+            original = lite_harness(original, max_turns=self.profile.max_turns)
+            edited = lite_harness(edited, max_turns=self.profile.max_turns)
+            if self.profile.harness == "focus" and self.profile.categories:
+                original = focus_harness(original, self.profile.categories)
+                edited = focus_harness(edited, self.profile.categories)
+            name = original.name
+        else:
+            name = f"{original.name}-replication"
+            original = original.model_copy(update={"name": name})
+        return original, edited, name
+
+    def _own_harnesses(self, entry: dict[str, Any], say: Message) -> tuple[Harness, Harness, str]:
+        """The task-file world's harness and edited harness, read from the profile's folders
+        with trust (the profile names the code to run), and the task file checked against
+        the harness it was written for."""
+        from core.experiment.task_world import TaskWorldError, check_task_file
+        from core.harness import HarnessError, import_folder
+        from core.runtime.tool_runtime import binding_problems
+
+        found: dict[str, Harness] = {}
+        for key, field_name in (("original", "harness_folder"),
+                                ("edited", "edited_harness_folder")):  # fmt: skip
+            folder = Path(str(getattr(self.profile, field_name)))
+            try:
+                harness = import_folder(folder, trust_python_hooks=True)
+            except HarnessError as exc:
+                listed = "; ".join(str(p) for p in exc.problems[:5])
+                raise ReplicationError(f"{field_name} {folder}: {listed}") from None
+            problems = binding_problems(harness)
+            if problems:
+                listed = "; ".join(p.message for p in problems)
+                raise ReplicationError(
+                    f"{field_name} {folder}: bindings the runtime cannot run: {listed}"
+                )
+            found[key] = harness
+        original = found["original"]
+        path = Path(str(self.profile.task_file))
+        try:
+            counts = check_task_file(
+                path, {t.name for t in original.tools}, {s.name for s in original.skills}
+            )
+        except TaskWorldError as exc:
+            raise ReplicationError(f"task_file: {exc}") from None
+        name = f"{original.name}-replication"
+        entry["task_file"] = str(path)
+        entry["task_counts"] = counts
+        say(f"task file {path.name}: {counts.get('train', 0)} train, {counts.get('test', 0)} test")
+        return original.model_copy(update={"name": name}), found["edited"], name
+
     # ------------------------------------------------------------------ 2. data
 
     def _data(self, entry: dict[str, Any], say: Message) -> None:
         import asyncio
 
-        from core.datagen import GenerateConfig, Teacher, generate, get_sampler
+        from core.datagen import GenerateConfig, get_sampler
         from core.sim.catalog import load_catalog
         from core.sim.models import Split
         from core.sim.tasks import generate_tasks, suite_bytes
@@ -233,11 +300,15 @@ class Replication:
         catalog = load_catalog()
         data = self.profile.data
         cats = list(self.profile.categories) if self.profile.categories else None
-        tasks = list(
-            generate_tasks(
-                Split.TRAIN, seed=data.seed, per_category=data.per_category, categories=cats
+        tasks: list[Any]
+        if self.in_task_file:
+            tasks = self._own_train_tasks(data.per_category, data.seed)
+        else:
+            tasks = list(
+                generate_tasks(
+                    Split.TRAIN, seed=data.seed, per_category=data.per_category, categories=cats
+                )
             )
-        )
         out = self.folder / "data"
         files = {"fixed": out / "fixed-k0.jsonl", "hat": out / f"hat-k{data.hat_variants}.jsonl"}
         counts: dict[str, Any] = {"tasks": len(tasks)}
@@ -252,17 +323,21 @@ class Replication:
                 sampler=get_sampler(data.sampler) if variants else None,
                 sampler_name=data.sampler if variants else None,
             )
-            summary = asyncio.run(
-                generate(tasks, harness, catalog, Teacher.oracle(catalog), config)
-            )
+            summary = asyncio.run(self._generate(tasks, harness, catalog, config))
             rows = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
             if rows == 0:
                 raise ReplicationError(f"data: no {kind} rows were kept ({summary.to_dict()})")
             counts[kind] = {"rows": rows, **summary.to_dict()}
             say(f"{kind}: {rows} rows ({summary.rejected} rejected)")
-        if cats:  # HSA-RL plays the same categories (a task file: RlConfig.tasks)
+        rl = self.profile.hat.rl
+        if self.in_task_file:  # HSA-RL plays train tasks of the file, every category in turn
+            from core.experiment.task_world import write_tasks
+
+            chosen = self._own_train_tasks(rl.per_category or 4, rl.task_seed)
+            files["rl_tasks"] = write_tasks(chosen, out / "rl-tasks.jsonl")
+            counts["rl_tasks"] = len(chosen)
+        elif cats:  # HSA-RL plays the same categories (a task file: RlConfig.tasks)
             rl_tasks = out / "rl-tasks.jsonl"
-            rl = self.profile.hat.rl
             chosen = generate_tasks(
                 Split.TRAIN, seed=rl.task_seed, per_category=rl.per_category or 4, categories=cats
             )
@@ -271,14 +346,39 @@ class Replication:
         entry["files"] = {k: str(v) for k, v in files.items()}
         entry["counts"] = counts
 
+    def _own_train_tasks(self, per_category: int, seed: int) -> list[Any]:
+        """Train tasks of the task file: at most `per_category` of each category."""
+        from core.experiment.task_world import pick_per_category, read_tasks, split
+
+        path = Path(self.step("setup")["task_file"])
+        return pick_per_category(split(read_tasks(path), "train"), per_category, seed=seed)
+
+    async def _generate(self, tasks: list[Any], harness: Any, catalog: Any, config: Any) -> Any:
+        """Oracle rows of `tasks` in the profile's world (a task file's: the harness's own
+        tools, open for the generation; golds that cannot play stop it before any job)."""
+        from core.datagen import Teacher, generate
+
+        teacher = Teacher.oracle(catalog)
+        if not self.in_task_file:
+            return await generate(tasks, harness, catalog, teacher, config)
+        from core.episode.open_world import open_world
+
+        try:
+            async with open_world(harness, task_file=True, catalog=catalog) as world:
+                return await generate(tasks, harness, catalog, teacher, config, world=world)
+        except ValueError as exc:  # bindings that cannot run, golds that cannot play
+            raise ReplicationError(f"data: {exc}") from None
+
     # ------------------------------------------------------------------ 3./4. training
 
     def _rl_update(self) -> dict[str, Any]:
-        """HSA-RL under the run's original harness, on its categories' tasks when it has any."""
-        update: dict[str, Any] = {
-            "harness": str(self.step("setup")["folders"]["original"]),
-            "merge": True,
-        }
+        """HSA-RL under the run's original harness, on its categories' tasks when it has any.
+        A task-file world names the stored version (its python:/mcp: tools load trusted from
+        the store; a folder would load them untrusted) and plays its RL task file."""
+        setup = self.step("setup")
+        key = "versions" if self.in_task_file else "folders"
+        harness = setup[key]["original"]
+        update: dict[str, Any] = {"harness": str(harness), "merge": True}
         rl_tasks = (self.step("data").get("files") or {}).get("rl_tasks")
         if rl_tasks:
             update["tasks"] = rl_tasks
@@ -447,26 +547,55 @@ class Replication:
             "engine": self.engine(),
             "seed": 0,
         }
-        cats = [c.value for c in self.profile.categories] if self.profile.categories else None
-        agent = {**common, "categories": cats}
-        out: dict[str, Any] = {
-            "hv-qa": EvalRequest(
-                suites=[Suite.HV_QA], harness=versions["original"], limit=ev.hv_qa,
-                variants=ev.hv_variants, **agent,
-            ),
-            "ls-qa": EvalRequest(
-                suites=[Suite.LS_QA], harness=versions["original"], limit=ev.ls_qa, **agent
-            ),
-            "edit": EvalRequest(
-                suites=[Suite.LS_QA], harness=versions["edited"], limit=ev.edit, **agent
-            ),
-        }  # fmt: skip
+        out: dict[str, Any]
+        if self.in_task_file:
+            out = self._own_requests(common)
+        else:
+            cats = [c.value for c in self.profile.categories] if self.profile.categories else None
+            agent = {**common, "categories": cats}
+            out = {
+                "hv-qa": EvalRequest(
+                    suites=[Suite.HV_QA], harness=versions["original"], limit=ev.hv_qa,
+                    variants=ev.hv_variants, **agent,
+                ),
+                "ls-qa": EvalRequest(
+                    suites=[Suite.LS_QA], harness=versions["original"], limit=ev.ls_qa, **agent
+                ),
+                "edit": EvalRequest(
+                    suites=[Suite.LS_QA], harness=versions["edited"], limit=ev.edit, **agent
+                ),
+            }  # fmt: skip
         if self.ifeval_path:
             out["ifeval"] = EvalRequest(
                 suites=[Suite.IFEVAL], harness=versions["original"], limit=ev.ifeval,
                 ifeval_path=self.ifeval_path, **common,
             )  # fmt: skip
         return out
+
+    def _own_requests(self, common: dict[str, Any]) -> dict[str, Any]:
+        """The task-file world's agent requests: LS-QA is the `tasks` suite (the file's test
+        split under the harness), HV-QA the `hv-tasks` suite (the same tasks under heldout
+        variants), the edit test the `tasks` suite under the edited harness, graded in the
+        names of the harness the file was written for (a renamed tool is matched by its
+        binding)."""
+        from core.eval.api import EvalRequest
+
+        ev = self.profile.eval
+        versions = self.step("setup")["versions"]
+        own = {**common, "task_file": self.step("setup")["task_file"]}
+        return {
+            "hv-qa": EvalRequest(
+                suites=[Suite.HV_TASKS], harness=versions["original"], limit=ev.hv_qa,
+                variants=ev.hv_variants, **own,
+            ),
+            "ls-qa": EvalRequest(
+                suites=[Suite.TASKS], harness=versions["original"], limit=ev.ls_qa, **own
+            ),
+            "edit": EvalRequest(
+                suites=[Suite.TASKS], harness=versions["edited"], limit=ev.edit,
+                task_file_harness=versions["original"], **own,
+            ),
+        }  # fmt: skip
 
     def engine(self, say: Message = _quiet) -> str:
         """The serving engine: the profile's, or transformers serve when the profile asks for

@@ -14,6 +14,10 @@ Numbers (all from stored evaluation rows, core/eval):
   tasks (the same resampled tasks for both models).
 
 Every interval is a 95 % percentile bootstrap (2000 resamples, seed 0; core/eval/stats.py).
+
+In a task-file world (core/experiment/replicate.py) the same columns hold the task file's
+test split: LS-QA is the `tasks` suite, HV-QA the `hv-tasks` suite, the edit test the `tasks`
+suite under the edited harness; the report says so under its title.
 """
 
 from __future__ import annotations
@@ -212,6 +216,9 @@ def variant_summary(ls: Sequence[EvalResult], hv: Sequence[EvalResult]) -> dict[
     from core.eval.stats import dimension_breakdown, paired_bootstrap
 
     out: dict[str, Any] = {}
+    # A task file's suites (`tasks`, `hv-tasks`) play the LS-QA and HV-QA roles here.
+    ls = [r if r.suite is Suite.LS_QA else r.model_copy(update={"suite": Suite.LS_QA}) for r in ls]
+    hv = [r if r.suite is Suite.HV_QA else r.model_copy(update={"suite": Suite.HV_QA}) for r in hv]
     hv_tasks = _per_task(hv)
     ls_tasks = _per_task(ls)
     shared = [t for t in hv_tasks if t in ls_tasks]
@@ -432,6 +439,40 @@ def _completeness(run: Replication) -> list[str]:
     return [*lines, ""] if lines else []
 
 
+def _shown(path: str | None) -> str:
+    """A profile's path as the report shows it: from the project root when it is inside."""
+    from core.experiment.profiles import project_root
+
+    if path is None:
+        return "—"
+    try:
+        return str(Path(path).relative_to(project_root()))
+    except ValueError:
+        return path
+
+
+def _world_lines(run: Replication) -> list[str]:
+    """What the task-file world's report says about its world and suites (none for the live
+    room, whose report names its suites by their own names)."""
+    if not run.in_task_file:
+        return []
+    setup = run.step("setup")
+    counts = setup.get("task_counts") or {}
+    prof = run.profile
+    return [
+        f"World: **task-file**. Harness folder `{_shown(prof.harness_folder)}`, edited harness "
+        f"folder `{_shown(prof.edited_harness_folder)}`, task file `{_shown(prof.task_file)}` "
+        f"({counts.get('train', '?')} train, {counts.get('test', '?')} test tasks).",
+        "",
+        "LS-QA and HV-QA below are the task file's **test split**: LS-QA is the `tasks` suite "
+        "under the harness, HV-QA the `hv-tasks` suite (the same tasks under heldout-bank HSA "
+        "variants of it); the harness-edit test is the `tasks` suite under the edited harness "
+        "(gold calls matched by binding in the original harness's names). Training data and "
+        "RL tasks come from the file's train split.",
+        "",
+    ]
+
+
 def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, Path]) -> str:
     prof = run.profile
     steps = run.state.get("steps", {})
@@ -449,12 +490,18 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
     resumed = [str(c) for c in run.state.get("resumed_with") or []]
     if command or resumed:
         lines += ["Command:", "", "```", *([command] if command else []), *resumed, "```", ""]
+    where = (
+        f"world `task-file` (harness `{run.step('setup').get('harness_name')}`)"
+        if run.in_task_file
+        else f"harness mode `{prof.harness}`"
+    )
     lines += [
         f"Run folder `{run.folder.name}`, created {run.state.get('created_at')}, seed "
         f"{prof.seed}. "
-        f"Student `{run.step('setup').get('base_model')}` (LoRA), harness mode `{prof.harness}`, "
+        f"Student `{run.step('setup').get('base_model')}` (LoRA), {where}, "
         f"total wall time {run.total_wall_s() / 60:.1f} min.",
         "",
+        *_world_lines(run),
         "## Results",
         "",
         *_completeness(run),
@@ -477,11 +524,17 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
             f"| {pct(before)} → {cell(edit.get('error_after'))} |"
         )
     ev = prof.eval
+    tests = int((run.step("setup").get("task_counts") or {}).get("test", 0))
+    ls_n, hv_n, edit_n = (
+        (min(ev.ls_qa, tests), min(ev.hv_qa, tests), min(ev.edit, tests))
+        if run.in_task_file
+        else (ev.ls_qa, ev.hv_qa, ev.edit)
+    )
     lines += [
         "",
-        f"Items per model: LS-QA {ev.ls_qa} test tasks, HV-QA {ev.hv_qa} tasks × {ev.hv_variants} "
+        f"Items per model: LS-QA {ls_n} test tasks, HV-QA {hv_n} tasks × {ev.hv_variants} "
         f"heldout variant(s), IFEval {ev.ifeval if run.ifeval_path else 0} prompts, harness edit "
-        f"{ev.edit} tasks; max {ev.max_tokens} tokens per model call, greedy decoding.",
+        f"{edit_n} tasks; max {ev.max_tokens} tokens per model call, greedy decoding.",
         "",
         "### Harness-edit test",
         "",
@@ -589,7 +642,13 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
         f"{prof.data.hat_variants} `{prof.data.sampler}` train-bank variants per task).",
         f"- HAT: HSA-SFT {hat.sft.max_steps} steps → OPD {hat.opd.max_steps} steps (reverse KL "
         f"to the base) → HSA-RL {hat.rl.max_steps} steps (GRPO, {hat.rl.num_generations} "
-        f"generations, a fresh train-bank variant per group).",
+        f"generations, a fresh train-bank variant per group"
+        + (
+            f"; {data.get('rl_tasks', '?')} train tasks of the task file, played through the "
+            "harness's own tools)."
+            if run.in_task_file
+            else ")."
+        ),
         f"- fixed-SFT: {prof.fixed_sft().max_steps} SFT steps (= HAT's total; same batch "
         f"{hat.sft.per_device_batch_size}, learning rate {hat.sft.learning_rate:g}, LoRA r "
         f"{hat.sft.lora.r}).",
