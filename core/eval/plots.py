@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.eval.results import SUITE_LABELS, Suite
+from core.eval.results import HV_BASE, SUITE_LABELS, Suite
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -254,7 +254,7 @@ def comparison_plots(reports: Mapping[str, EvalReport], out_dir: Path) -> list[P
     dists = {
         label: sr.variants
         for label, r in reports.items()
-        if (sr := r.suite(Suite.HV_QA)) is not None and sr.variants is not None
+        if (sr := _hv_suite(r)) is not None and sr.variants is not None
     }
     if dists:
         paths.append(plot_variants(dists, out_dir / "comparison_variants.png"))
@@ -262,3 +262,12 @@ def comparison_plots(reports: Mapping[str, EvalReport], out_dir: Path) -> list[P
     if dims:
         paths.append(plot_dimensions(dims, out_dir / "comparison_dimensions.png"))
     return paths
+
+
+def _hv_suite(report: EvalReport) -> Any:
+    """The report's Harness-Variant suite (HV-QA, else the task file's), or None."""
+    for hv in HV_BASE:
+        found = report.suite(hv)
+        if found is not None:
+            return found
+    return None

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.eval.ifeval import IfevalScore
-from core.eval.results import SUITE_LABELS, EvalResult, ResultStatus, Suite
+from core.eval.results import HV_BASE, SUITE_LABELS, EvalResult, ResultStatus, Suite
 from core.eval.stats import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
@@ -459,8 +459,9 @@ def default_columns(reports: Mapping[str, EvalReport]) -> list[str]:
     """Every suite any report has (score), then HV-QA P5 and worst when variants exist."""
     present = {s.suite for r in reports.values() for s in r.suites}
     columns = [s.value for s in Suite if s in present]
-    if any((s := r.suite(Suite.HV_QA)) and s.variants for r in reports.values()):
-        columns += ["hv-qa:p5", "hv-qa:worst"]
+    for hv in HV_BASE:
+        if any((s := r.suite(hv)) and s.variants for r in reports.values()):
+            columns += [f"{hv.value}:p5", f"{hv.value}:worst"]
     return columns
 
 

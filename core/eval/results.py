@@ -32,6 +32,11 @@ class Suite(StrEnum):
     """Harness-Variant QA of the task file: its test tasks under K `heldout`-bank variants."""
 
 
+HV_BASE: dict[Suite, Suite] = {Suite.HV_QA: Suite.LS_QA, Suite.HV_TASKS: Suite.TASKS}
+"""Each Harness-Variant suite and the suite of the same tasks under the run's own harness
+(what a variant's cost is measured against)."""
+
+
 SUITE_LABELS: dict[Suite, str] = {
     Suite.LS_QA: "LS-QA",
     Suite.HV_QA: "HV-QA",

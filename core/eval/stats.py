@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.eval.results import EvalResult, ResultStatus, Suite
+from core.eval.results import HV_BASE, EvalResult, ResultStatus
 
 DEFAULT_RESAMPLES = 2000
 DEFAULT_LEVEL = 0.95
@@ -280,15 +280,18 @@ class DimensionCost(BaseModel):
 def dimension_breakdown(
     results: Sequence[EvalResult], *, n: int = DEFAULT_RESAMPLES, seed: int = 0
 ) -> list[DimensionCost]:
-    """Per HSA dimension (EvalResult.dimension on HV-QA rows) its score and its cost against
-    the original harness, costliest first (dimensions without a cost last, by name)."""
+    """Per HSA dimension (EvalResult.dimension on HV-QA and hv-tasks rows) its score and its
+    cost against the original harness (the same tasks' LS-QA or tasks rows), costliest first
+    (dimensions without a cost last, by name)."""
     original: dict[str, list[float]] = defaultdict(list)
     variants: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for r in results:
-        if r.suite is Suite.LS_QA:
-            original[r.task_id].append(_score(r))
-        elif r.suite is Suite.HV_QA and r.dimension:
-            variants[r.dimension][r.task_id].append(_score(r))
+    bases = set(HV_BASE.values())
+    for r in results:  # a task is keyed by its base suite: two suites may share task ids
+        if r.suite in bases:
+            original[f"{r.suite.value}/{r.task_id}"].append(_score(r))
+        elif r.suite in HV_BASE and r.dimension:
+            key = f"{HV_BASE[r.suite].value}/{r.task_id}"
+            variants[r.dimension][key].append(_score(r))
     out: list[DimensionCost] = []
     for dim, by_task in variants.items():
         rows = [(task, s) for task, scores in by_task.items() for s in scores]

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.eval.oracle_model import ORACLE, ORACLE_FIXED, fixed_name, oracle_factory
+from core.eval.results import HV_BASE, EvalResult, ResultStatus, Suite
 from core.eval.results import SUITE_LABELS as REPORT_SUITE_LABELS
-from core.eval.results import EvalResult, ResultStatus, Suite
 from core.hsa.dimensions import DIMENSION_LABELS
 from studio.logic.data_turns import TurnItem, turns_from_trace
 from studio.logic.requests import RequestError, check_url
@@ -39,7 +39,12 @@ SUITE_CHOICES: tuple[tuple[str, str, str], ...] = (
     ("robustness", "Robustness", "faults and distractor tools"),
     ("ifeval", "IFEval", "instruction following, official checkers"),
     ("tasks", "Your tasks", "a task file (JSONL): its test split under the harness version"),
+    ("hv-tasks", "HV: your tasks", "the task file's test split under held-out HSA variants"),
 )
+TASK_FILE_SUITES = ("tasks", "hv-tasks")
+"""The suites that play a task file (the form's task-file field serves both)."""
+HV_SUITE_KEYS = ("hv-qa", "hv-tasks")
+"""The suites that play held-out variants (the form's variants field serves both)."""
 SUITE_LABELS = {suite.value: title for suite, title in REPORT_SUITE_LABELS.items()}
 """Core's report labels by suite name (one table, core/eval/report.py)."""
 RESAMPLES = 1000
@@ -133,12 +138,16 @@ class LaunchRequest:
             check_url("base_url", self.base_url, "a running server")
         if self.engine not in ("transformers", "vllm"):
             raise RequestError("engine", f"unknown engine {self.engine!r}")
-        if "tasks" in self.suites:
+        if self.uses_task_file:
             path = Path(self.task_file.strip()).expanduser()
             if not self.task_file.strip():
-                raise RequestError("task_file", "name the task file of the tasks suite")
+                raise RequestError("task_file", "name the task file of the task-file suites")
             if not path.is_file():
                 raise RequestError("task_file", f"{path}: no such file")
+
+    @property
+    def uses_task_file(self) -> bool:
+        return any(s in self.suites for s in TASK_FILE_SUITES)
 
     def eval_request(self) -> EvalRequest:
         from core.eval.api import EvalRequest
@@ -161,7 +170,7 @@ class LaunchRequest:
             ifeval_path=self.ifeval_path.strip() or None,
             task_file=(
                 str(Path(self.task_file.strip()).expanduser().resolve())
-                if "tasks" in self.suites
+                if self.uses_task_file
                 else None
             ),
         )
@@ -178,7 +187,7 @@ class LaunchRequest:
         parts += [f"-s {s}" for s in self.suites]
         if self.limit:
             parts.append(f"--limit {self.limit}")
-        if "hv-qa" in self.suites:
+        if any(s in self.suites for s in HV_SUITE_KEYS):
             parts.append(f"--variants {self.variants}")
         if self.samples > 1:
             parts.append(f"--samples {self.samples}")
@@ -194,7 +203,7 @@ class LaunchRequest:
             parts.append(f"--concurrency {self.concurrency}")
         if self.ifeval_path.strip() and "ifeval" in self.suites:
             parts.append(f"--ifeval {self.ifeval_path.strip()}")
-        if self.task_file.strip() and "tasks" in self.suites:
+        if self.task_file.strip() and self.uses_task_file:
             parts.append(f"--tasks {self.task_file.strip()}")
         return " ".join(parts)
 
@@ -577,7 +586,8 @@ def variant_distributions(store: Store, runs: list[EvalRun]) -> list[ModelDistri
     newest: dict[str, EvalRun] = {}
     order: list[str] = []
     for run in sorted(runs, key=lambda r: r.created_at or r.id):
-        if Suite.HV_QA not in run.suites or not run.done:
+        hv = next((s for s in HV_BASE if s in run.suites), None)
+        if hv is None or not run.done:
             continue
         label = model_label(run.model, run.adapter)
         if label not in newest:
@@ -586,7 +596,8 @@ def variant_distributions(store: Store, runs: list[EvalRun]) -> list[ModelDistri
     out = []
     for label in order:
         run = newest[label]
-        dist = variant_distribution(load_results(store, run.id, suite=Suite.HV_QA))
+        hv = next(s for s in HV_BASE if s in run.suites)
+        dist = variant_distribution(load_results(store, run.id, suite=hv))
         if dist is not None:
             out.append(ModelDistribution(label, run.id, dist))
     return out

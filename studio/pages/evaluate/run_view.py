@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 from core.durations import format_duration
 from core.serving.engines import pick_engine
 from studio.context import StoreChange, StudioContext
-from studio.logic.eval_view import SUITE_CHOICES
+from studio.logic.eval_view import HV_SUITE_KEYS, SUITE_CHOICES, TASK_FILE_SUITES
 from studio.pages.data.widgets import elastic_combo, fill_combo, stop_on_close
 from studio.pages.job_view import JobColumn, JobView
 from studio.widgets.common import Field, Segmented, button, label
@@ -349,8 +349,10 @@ class RunView(JobView):
         self.engine.setVisible(self.server.value() == "managed")
         self.url_box.setVisible(self.server.value() == "url")
         self.ifeval_field.setVisible(self.suite_buttons["ifeval"].isChecked())
-        self.task_file_field.setVisible(self.suite_buttons["tasks"].isChecked())
-        self.variants.setEnabled(self.suite_buttons["hv-qa"].isChecked())
+        self.task_file_field.setVisible(
+            any(self.suite_buttons[k].isChecked() for k in TASK_FILE_SUITES)
+        )
+        self.variants.setEnabled(any(self.suite_buttons[k].isChecked() for k in HV_SUITE_KEYS))
         self.command.setText(self.launch().command())
         self._size_timer.start()
         self.url_field.set_error(None)
