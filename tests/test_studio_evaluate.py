@@ -172,6 +172,46 @@ def test_your_tasks_run_a_task_file_on_its_own_harness(studio) -> None:  # type:
     assert stored.total == len(tests) and stored.passed == len(tests)
 
 
+def test_hv_of_your_tasks_runs_a_task_file_under_heldout_variants(studio) -> None:  # type: ignore[no-untyped-def]
+    """Harness-Variant QA of a user's own task file from the Evaluate page: the support desk
+    fixture (Python tools, a refund that writes) stored as a version; the oracle plays each
+    test task under K held-out variants, every one graded full marks by binding and role."""
+    from core.eval.api import load_results
+    from core.harness.folder import import_folder
+    from core.taskfile.models import load_task_file
+
+    fixtures = Path(__file__).parent / "fixtures"
+    info = studio.ctx.store.commit(
+        import_folder(fixtures / "support_desk", trust_python_hooks=True), "the user's desk"
+    )
+    page = evaluate_page(studio)
+    page.show_tab("run")
+    run = page.run
+    studio.ctx.harness_name = "support-desk"
+    run.load_choices()
+    wait_until(lambda: run.version.findData(info.id) >= 0)
+    run.picker.select("oracle")
+    for key, b in run.suite_buttons.items():
+        b.setChecked(key == "hv-tasks")
+    assert "task file" in run.suite_buttons["hv-tasks"].toolTip()
+    assert run.task_file_field.isVisibleTo(run) and run.variants.isEnabled()
+    run.task_file.setText(str(fixtures / "support_desk_tasks.jsonl"))
+    run.version.setCurrentIndex(run.version.findData(info.id))
+    run.limit.setValue(0)
+    run.variants.setValue(2)
+    run.start()
+    assert run.job is not None, run.banner.text.text()
+    wait_until(lambda: run.result is not None or run.banner.isVisibleTo(run), timeout=120)
+    assert run.result is not None, run.banner.text.text()
+    stored = run.result
+    tests = [t for t in load_task_file(fixtures / "support_desk_tasks.jsonl")
+             if t.split.value == "test"]  # fmt: skip
+    assert stored.status.value == "done", stored.reason
+    assert stored.total == 2 * len(tests) and stored.passed == stored.total
+    rows = load_results(studio.ctx.store, stored.id)
+    assert {r.suite.value for r in rows} == {"hv-tasks"} and all(r.dimension for r in rows)
+
+
 def test_stop_keeps_items_and_resume_finishes_the_run(studio) -> None:  # type: ignore[no-untyped-def]
     page = evaluate_page(studio)
     page.show_tab("run")

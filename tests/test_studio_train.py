@@ -322,6 +322,32 @@ def test_train_form_validates_as_you_type(qapp: Any, hat_home: Path) -> None:
         _shut(win)
 
 
+def test_the_rl_stage_takes_a_task_file(qapp: Any, hat_home: Path) -> None:
+    """HSA-RL on the operator's own tasks: the RL form's tasks field takes a task file (with
+    a Browse button), and a missing file is refused under the field."""
+    from tests.studio_helpers import wait_until
+
+    tasks = Path(__file__).parent / "fixtures/support_desk_tasks.jsonl"
+    win = _open(hat_home)
+    try:
+        page = _train_page(win)
+        page.mode_picker.set_value("rl", emit=True)
+        assert "task file" in page.blurb.text()
+        form = page.forms["rl"]
+        assert form.editors["tasks"].browse is not None  # a file picker beside the field
+        form.set_values({"model": "any-model", "tasks": str(hat_home / "missing.jsonl")})
+        _checked(page)
+        assert "not a split" in form.fields["tasks"].error.text()
+        assert not page.start_button.isEnabled()
+        form.set_values({"tasks": str(tasks), "harness": "support-desk@head"})
+        _checked(page)
+        assert not form.fields["tasks"].error.text()
+        assert page.config is not None and page.config.tasks == str(tasks)
+        wait_until(lambda: "hat train rl --config" in page.command_view.toPlainText())
+    finally:
+        _shut(win)
+
+
 def test_gpu_choice_and_scale_out_shape_the_command(
     qapp: Any, hat_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

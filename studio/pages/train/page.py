@@ -75,10 +75,11 @@ MODES = (
 STAGE_BLURBS = {
     "sft": "Fine-tune on teacher trajectories under the original and augmented harnesses.",
     "opd": "On-policy distillation: reverse KL to the pre-SFT base on general prompts.",
-    "rl": "GRPO in the simulated live room, a fresh harness variant per group, faults on.",
+    "rl": "GRPO in a world: the simulated live room (faults on) or your task file with your "
+    "harness's own tools; a fresh harness variant per group.",
 }
 MODEL_FIELDS = {"model": "base", "teacher": "base", "adapter": "adapter"}
-FILE_FIELDS = ("data",)
+FILE_FIELDS = ("data", "tasks")
 PIPELINE_SET = ("model", "adapter")
 """Stage fields a pipeline sets itself (hidden from the stage forms in pipeline mode)."""
 
