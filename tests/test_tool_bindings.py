@@ -299,8 +299,10 @@ def test_mcp_tools_share_one_server_and_restart_after_it_dies() -> None:
             assert env == {"result": "<unset>"}  # the parent's variables are scrubbed
             err = await failure(bindings, "mcp:shop/refund", {"order_id": "A1"}, "refund")
             assert "order A1 cannot be refunded" in err.message and "'shop'" in err.message
+            assert not err.crashed  # the tool's own answer
             err = await failure(bindings, "mcp:shop/crash", {}, "crash")
             assert "MCP server 'shop'" in err.message and "stopped during the call" in err.message
+            assert err.crashed  # not an answer of the tool's: an item that met it is re-run
             assert str(SERVER_SCRIPT) in err.message  # names the command
             again = await call(bindings, "mcp:shop/lookup_order", {"order_id": "B1"})
             assert again == {"order_id": "B1", "status": "shipped"}

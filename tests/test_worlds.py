@@ -123,6 +123,38 @@ def test_every_episode_starts_from_a_fresh_state_and_the_end_state_is_graded() -
     assert again.request.context["state"]["refunds"] == [{"order_id": "NW-10421", "amount": 89.9}]
 
 
+def test_a_tool_that_crashes_mid_run_gets_the_episode_played_once_more() -> None:
+    """A binding that raises (a backend dropping the connection, an MCP server dying) is a
+    crash, not the tool's answer: the episode is played once more from the start, and a
+    second crash stays in the trace it is graded on."""
+    from core.runtime.trace import ToolCallStep
+    from tests.fixtures import binding_tools
+
+    harness = desk()
+    tools = [
+        t.model_copy(update={"binding": "python:tests.fixtures.binding_tools:flaky"})
+        if t.name == "lookup_order" else t
+        for t in harness.tools
+    ]  # fmt: skip
+    flaky = harness.model_copy(update={"tools": tools})
+    status = task("status-2")
+
+    async def run(failures: int) -> Any:
+        binding_tools.FLAKY["failures_left"] = failures
+        async with open_world(flaky, task_file=True) as world:
+            gold = await world.gold(status, HarnessVariant(harness=flaky))
+            return await play(status, flaky, gold.client, world, retry_crashed=True)
+
+    once = asyncio.run(run(1))
+    assert once.trace.request_id.endswith("-retry")
+    assert not any(s.crashed for s in once.trace.steps_of(ToolCallStep))
+    assert once.grades.tool_rationality.score == 1
+    twice = asyncio.run(run(2))
+    crashed = [s for s in twice.trace.steps_of(ToolCallStep) if s.crashed]
+    assert crashed and "ConnectionResetError" in (crashed[0].error or "")  # retried once only
+    assert twice.trace.request_id.endswith("-retry")
+
+
 # ----------------------------------------------------------------------------- golds under variants
 
 

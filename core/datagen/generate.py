@@ -265,7 +265,7 @@ async def run_job(
             surface = surface_of(variant, harness)
             client = teacher.client_for(task, variant, harness)
         episode = await asyncio.wait_for(
-            play(task, harness, client, world, surface=surface, request_id=key),
+            play(task, harness, client, world, surface=surface, request_id=key, retry_crashed=True),
             config.job_timeout_s,
         )
         trace, grades = episode.trace, episode.grades

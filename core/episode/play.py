@@ -29,7 +29,7 @@ from core.episode.world import Request, World
 from core.harness.models import Harness
 from core.runtime.client import ChatClient
 from core.runtime.loop import AgentLoop, EventCallback
-from core.runtime.trace import Trace
+from core.runtime.trace import ToolCallStep, Trace
 from core.sim.graders import Grades
 from core.sim.surface import HarnessSurface
 
@@ -57,21 +57,34 @@ async def play(
     request_id: str | None = None,
     on_event: EventCallback | None = None,
     graded: bool = True,
+    retry_crashed: bool = False,
 ) -> Episode:
     """Play `task` once in `world` under `harness` (already the variant to play, the task's
     distractors included: `world.harness_for`) with `client` as the model; grade the trace
     unless `graded` is False. `surface` reads the harness in canonical names (HSA variants
-    with explicit renames; default: the harness's own names)."""
+    with explicit renames; default: the harness's own names).
+
+    `retry_crashed`: when a tool crashed in the run (an MCP server that died mid-call, a
+    binding that raised: `ToolCallStep.crashed`), play the episode once more from the start
+    (fresh bindings; a dead MCP server restarts on its next call) and keep the second run.
+    A client with a `rewind()` (a scripted gold) is rewound before the second run."""
     surface = surface if surface is not None else HarnessSurface(harness, {}, {}, {})
-    loop = AgentLoop(harness, client, world.bindings(task, harness, surface))
-    request = world.request(task)
-    trace = await loop.run(
-        request.message,
-        history=request.history or None,
-        context=request.context or None,
-        request_id=request_id,
-        on_event=on_event,
-    )
+    for attempt in range(2 if retry_crashed else 1):
+        if attempt:
+            rewind = getattr(client, "rewind", None)
+            if rewind is not None:
+                rewind()
+        loop = AgentLoop(harness, client, world.bindings(task, harness, surface))
+        request = world.request(task)
+        trace = await loop.run(
+            request.message,
+            history=request.history or None,
+            context=request.context or None,
+            request_id=request_id if attempt == 0 else f"{request_id or 'episode'}-retry",
+            on_event=on_event,
+        )
+        if not any(step.crashed for step in trace.steps_of(ToolCallStep)):
+            break
     grades = await world.grade(task, trace, harness, surface, request) if graded else None
     return Episode(task, harness, surface, trace, grades, request)
 

@@ -70,6 +70,10 @@ class ScriptedClient:
         self.native = native
         self.calls: list[list[Message]] = []
 
+    def rewind(self) -> None:
+        """Start again from the first turn (an episode played once more)."""
+        self.calls = []
+
     async def complete(
         self,
         messages: Sequence[Message],

@@ -442,17 +442,21 @@ class _McpConnection:
                     ToolErrorKind.ERROR,
                     f"{self.what} stopped during the call to {tool!r}{tail}; the next call "
                     "starts it again",
+                    crashed=True,
                 ) from None
             raise ToolError(
                 ToolErrorKind.ERROR, f"{self.what} refused the call to {tool!r}: {exc.message}"
             ) from None
         except Exception as exc:  # a broken pipe, a result the SDK rejects, ...
-            if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError) or (
+            dead = isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError) or (
                 self._task is None or self._task.done()
-            ):
+            )
+            if dead:
                 self.died(session)
             raise ToolError(
-                ToolErrorKind.ERROR, f"{self.what}: the call to {tool!r} failed: {_mcp_reason(exc)}"
+                ToolErrorKind.ERROR,
+                f"{self.what}: the call to {tool!r} failed: {_mcp_reason(exc)}",
+                crashed=dead,
             ) from None
         return _call_result(self.name, tool, result)
 
