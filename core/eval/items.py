@@ -259,7 +259,10 @@ async def _agent_item(ctx: ItemContext, item: EvalItem) -> Outcome:
             return Outcome(failed_result(item, f"variant: {type(exc).__name__}: {exc}"))
     surface = HarnessSurface(harness, {}, {}, {})
     client = await _client(ctx, world, item, harness, surface)
-    episode = await play(task, harness, client, world, surface=surface, request_id=uuid.uuid4().hex)
+    episode = await play(
+        task, harness, client, world, surface=surface, request_id=uuid.uuid4().hex,
+        retry_crashed=True,
+    )  # fmt: skip
     return _graded_outcome(item, episode.trace, episode.grades)
 
 
