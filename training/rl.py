@@ -121,6 +121,8 @@ def _train(config: RlConfig, ctx: StageContext, env: Any, tasks: list[Any], harn
         temperature=config.temperature,
         beta=config.beta,
         reward_weights=config.reward_weights.as_list(),
+        multi_objective_aggregation=config.multi_objective_aggregation,
+        importance_sampling_level=config.importance_sampling_level,
         remove_unused_columns=False,
         **extra,
     )

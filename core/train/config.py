@@ -282,7 +282,8 @@ REWARD_COMPONENTS = ("accuracy", "effectiveness", "tool_rationality", "skill_sel
 
 
 class RlConfig(StageBase):
-    """Stage 3, HSA-RL: GRPOTrainer in the simulated live room, a fresh variant per group."""
+    """Stage 3, HSA-RL: GRPOTrainer in a world (the simulated live room, or a task file with the
+    harness's own tools), a fresh harness variant per group."""
 
     stage: Literal["rl"] = "rl"
     learning_rate: float = Field(default=1e-5, gt=0, description="Peak learning rate.")
@@ -319,6 +320,19 @@ class RlConfig(StageBase):
         default=0.1, ge=0, le=1, description="Per tool call fault probability (five kinds)."
     )
     reward_weights: RewardWeights = Field(default_factory=RewardWeights)
+    multi_objective_aggregation: Literal["normalize_then_sum", "sum_then_normalize"] = Field(
+        default="normalize_then_sum",
+        description="How the reward components combine: normalize_then_sum normalises each "
+        "within its group before the weighted sum (GDPO-style, the HAT report's choice: a "
+        "component that barely varies is not drowned by one that varies a lot); "
+        "sum_then_normalize is GRPO's sum, then one normalisation.",
+    )
+    importance_sampling_level: Literal["sequence", "token"] = Field(
+        default="sequence",
+        description="Importance ratios per sequence (GSPO, the HAT report's choice: the rewards "
+        "grade whole turns) or per token (GRPO). Only matters once training is off-policy "
+        "(several optimizer steps per generation).",
+    )
     length_budget: int = Field(
         default=128, ge=1, description="Completion tokens before the length penalty starts."
     )

@@ -35,7 +35,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "gradient_accumulation_steps learning_rate lr_scheduler warmup_ratio weight_decay "
         "max_grad_norm seed precision gradient_checkpointing",
         "Generation": "num_generations max_completion_length temperature beta fault_rate "
-        "length_budget use_vllm vllm_mode",
+        "length_budget multi_objective_aggregation importance_sampling_level use_vllm vllm_mode",
         "Saving and logging": "logging_steps save_steps save_total_limit",
     }.items()
 }
@@ -48,6 +48,8 @@ TITLES = {
     "gradient_accumulation_steps": "Grad accumulation",
     "gradient_checkpointing": "Gradient checkpointing",
     "use_vllm": "vLLM generation",
+    "multi_objective_aggregation": "Reward aggregation",
+    "importance_sampling_level": "Importance sampling",
     "vllm_mode": "vLLM mode",
     "num_gpus": "GPUs per machine",
     "num_machines": "Machines",
