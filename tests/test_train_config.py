@@ -9,7 +9,9 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -629,3 +631,56 @@ def test_a_killed_runs_reason_leaves_progress_bars_and_metric_lines_out(tmp_path
     text = (tmp_path / LOG_FILE).read_text()
     assert "100%|" in text and "'loss'" in text
     assert log_tail(tmp_path).splitlines() == ["Loading the model from /models/demo"]
+
+
+# ------------------------------------------------------------------------- balanced HSA-SFT rows
+
+
+def _row(category: str, index: int, skill: str = "product-qa") -> dict[str, Any]:
+    return {
+        "key": f"{category}-{index}",
+        "category": category,
+        "provenance": {"variant": {"index": index % 4}},
+        "tools": [{"type": "function", "function": {"name": "load_skill"}}],
+        "trajectory": {"turns": [{"tool_calls": [
+            {"name": "load_skill", "arguments": {"name": skill}},
+            {"name": "get_price", "arguments": {"name": "x"}},
+        ]}]},
+    }  # fmt: skip
+
+
+@given(
+    sizes=st.dictionaries(st.sampled_from(["price", "after_sales", "chit_chat", "spec"]),
+                          st.integers(1, 30), min_size=1),
+    weight=st.integers(1, 4),
+    seed=st.integers(0, 1000),
+)  # fmt: skip
+@settings(max_examples=60, deadline=None)
+def test_balanced_rows_give_every_category_the_largest_ones_count(
+    sizes: dict[str, int], weight: int, seed: int
+) -> None:
+    from core.train.data import balance_rows
+
+    rows = [_row(c, i) for c, n in sizes.items() for i in range(n)]
+    out = balance_rows(rows, seed=seed, original_weight=weight)
+    counts = Counter(r["category"] for r in out)
+    weighted = {c: sum(weight if i % 4 == 0 else 1 for i in range(n)) for c, n in sizes.items()}
+    assert set(counts.values()) == {max(weighted.values())}
+    # every row is still there, and originals at least `weight` times
+    assert {r["key"] for r in out} == {r["key"] for r in rows}
+    for category in sizes:
+        if weighted[category] == max(weighted.values()):
+            originals = [r for r in out if r["category"] == category and r["key"].endswith("-0")]
+            assert len(originals) == weight
+    # the first len(sizes) rows cover every category (interleaved), and the draw is seeded
+    assert {r["category"] for r in out[: len(sizes)]} == set(sizes)
+    assert out == balance_rows(rows, seed=seed, original_weight=weight)
+
+
+def test_row_shares_count_the_skill_loads_not_other_name_arguments() -> None:
+    from core.train.data import row_shares
+
+    rows = [_row("price", 0), _row("price", 1), _row("after_sales", 0, skill="after-sales")]
+    shares = row_shares(rows)
+    assert shares["skill"] == {"after-sales": 0.3333, "product-qa": 0.6667}
+    assert shares["category"]["price"] == 0.6667 and shares["original"]["rows"] == 0.6667

@@ -24,7 +24,7 @@ from collections import Counter
 from typing import Any
 
 from core.train.config import SftConfig
-from core.train.data import DataError, chat_row, load_sft_rows
+from core.train.data import DataError, balance_rows, chat_row, load_sft_rows, row_shares
 from training.common import StageContext, make_callback, resolve_device, student, trainer_kwargs
 
 
@@ -124,7 +124,15 @@ def run(config: SftConfig, ctx: StageContext) -> str:
     assert config.model is not None
     device = resolve_device(config)
     tokenizer = load_tokenizer(config.model)
-    dataset, info = build_dataset(tokenizer, loaded.rows, config)
+    rows = loaded.rows
+    if config.balance_categories or config.original_weight > 1:
+        rows = balance_rows(
+            rows, seed=config.seed, by_category=config.balance_categories,
+            original_weight=config.original_weight,
+        )  # fmt: skip
+        ctx.info(rows_balanced=len(rows))
+    ctx.info(shares=row_shares(rows))
+    dataset, info = build_dataset(tokenizer, rows, config)
     model, peft_config = student(config, device)
     ctx.info(device=device.kind, precision=device.precision, notes=device.notes, **info)
     args = SFTConfig(

@@ -228,6 +228,18 @@ class SftConfig(StageBase):
     system_prompt: SystemPrompt = Field(default="full", description=_SYSTEM_PROMPT_HELP)
     max_rows: int | None = Field(default=None, ge=1, description="Use only the first N rows.")
     packing: bool = Field(default=False, description="Pack rows into max_length blocks.")
+    balance_categories: bool = Field(
+        default=False,
+        description="Repeat rows of smaller categories until every category has as many rows "
+        "as the largest (a minority category and its reply skill stay in the batches).",
+    )
+    original_weight: int = Field(
+        default=1,
+        ge=1,
+        le=16,
+        description="Each original-harness row (variant 0) counts this many times, so the "
+        "deployed harness keeps its share however many variants each task has.",
+    )
 
 
 class OpdConfig(StageBase):

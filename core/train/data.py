@@ -107,6 +107,88 @@ def load_sft_rows(paths: Sequence[str | Path], *, max_rows: int | None = None) -
     return out
 
 
+def _category(row: dict[str, Any]) -> str:
+    return str(row.get("category") or "?")
+
+
+def _is_original(row: dict[str, Any]) -> bool:
+    variant = (row.get("provenance") or {}).get("variant") or {}
+    return int(variant.get("index") or 0) == 0
+
+
+def reply_skills(row: dict[str, Any]) -> list[str]:
+    """The skill names a row's trajectory loads, as loaded (an HSA rename counts under its new
+    name: a skill renamed K ways is K slivers of the data, which is what these shares show)."""
+    tools = row.get("tools") or []
+    first = tools[0] if tools and isinstance(tools[0], dict) else {}
+    loader = (first.get("function") or {}).get("name")  # rows list the skill loader first
+    out: list[str] = []
+    for turn in (row.get("trajectory") or {}).get("turns") or []:
+        for call in turn.get("tool_calls") or []:
+            if call.get("name") != loader:
+                continue
+            args = call.get("arguments") or {}
+            name = next(iter(args.values()), None) if isinstance(args, dict) else None
+            if isinstance(name, str):
+                out.append(name)
+    return out
+
+
+def row_shares(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Shares of each category, of original-harness rows and of each loaded skill in `rows`
+    (the SFT stage logs them: a skill or category that is a sliver of the data is the first
+    suspect when a model stops using it)."""
+    n = max(1, len(rows))
+    categories = Counter(_category(r) for r in rows)
+    skills = Counter(s for r in rows for s in set(reply_skills(r)))
+    originals = sum(_is_original(r) for r in rows)
+    return {
+        "category": {k: round(v / n, 4) for k, v in sorted(categories.items())},
+        "skill": {k: round(v / n, 4) for k, v in sorted(skills.items())},
+        "original": {"rows": round(originals / n, 4)},
+    }
+
+
+def balance_rows(
+    rows: Sequence[dict[str, Any]], *, seed: int = 0, by_category: bool = True,
+    original_weight: int = 1,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """`rows` reweighted so that no category or harness surface fades out of training:
+
+    - `original_weight`: each original-harness row (variant 0) appears this many times, so
+      the harness the model is deployed under keeps a share of the data however many variants
+      each task has (with K = 3 an original row is otherwise a quarter of its task's rows);
+    - `by_category`: rows of smaller categories are repeated (whole passes over the category,
+      then a seeded draw for the remainder) until every category has as many rows as the
+      largest, so a minority category — and the reply skill it needs — is as frequent in the
+      batches as the majority's.
+
+    Deterministic in `seed`; the order is interleaved round-robin over categories (seeded
+    within each), so even an unshuffled pass sees every category early."""
+    import random
+
+    weighted: list[dict[str, Any]] = []
+    for row in rows:
+        weighted.extend([row] * (original_weight if _is_original(row) else 1))
+    by: dict[str, list[dict[str, Any]]] = {}
+    for row in weighted:
+        by.setdefault(_category(row), []).append(row)
+    rng = random.Random(f"balance:{seed}")
+    target = max((len(v) for v in by.values()), default=0)
+    groups: list[list[dict[str, Any]]] = []
+    for name in sorted(by):
+        group = list(by[name])
+        if by_category and len(group) < target:
+            whole, rest = divmod(target, len(group))
+            group = group * whole + rng.sample(group, rest)
+        rng.shuffle(group)
+        groups.append(group)
+    out: list[dict[str, Any]] = []
+    for i in range(max((len(g) for g in groups), default=0)):
+        out.extend(g[i] for g in groups if i < len(g))
+    return out
+
+
 def chat_row(row: dict[str, Any], *, system_prompt: str = "full") -> dict[str, Any]:
     """The conversational row SFT trains on: `messages` (+ `tools` for native tool calling)."""
     messages = [{"role": m["role"], "content": m["content"]} for m in row["messages"]]
