@@ -2,8 +2,9 @@
 
 Fast tests: profiles (matched step budgets, errors naming the field), the lite harness (the
 edit survives it, the oracle still solves tasks under it, the prompt is much shorter), the
-edited harness (validates, renames tools by binding, adds a hook, moves prompt sections) and
-the report's arithmetic (error reduction and its paired interval).
+edited harness (validates, renames tools by binding, adds a hook, moves prompt sections), the
+report's arithmetic (the answered-correctly headline, error reduction and its paired
+interval) and several seeds as one experiment (pooling, refusals, resuming a seed's folder).
 
 The slow test runs the `ci` profile end to end for real: oracle data, fixed SFT and the HAT
 pipeline (SFT -> OPD -> RL) on the demo model, three `transformers serve` servers, the
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -259,22 +261,92 @@ def test_focus_profile_needs_categories() -> None:
 # ----------------------------------------------------------------------------- report maths
 
 
-def _row(task: str, passed: bool, suite: Suite = Suite.LS_QA) -> EvalResult:
-    return EvalResult(suite=suite, task_id=task, score=1.0 if passed else 0.0, passed=passed)
+def test_answered_correctly_needs_the_facts_right_and_the_ask_answered() -> None:
+    """The headline: accuracy 1 AND effectiveness 1. An accurate reply that does not answer
+    (accuracy 1, effectiveness 0) is wrong, so is a partial answer (0.5) and a failed item."""
+    from core.experiment.report import agent_summary, answered, effective
+
+    rows = [
+        _graded("right"),
+        _graded("accurate-not-answering", eff=0),
+        _graded("partial", eff=0.5),
+        _graded("answered-wrong", acc=0),
+        _graded("failed", status="failed"),  # grades at 1, but the item failed
+    ]
+    assert [answered(r) for r in rows] == [1.0, 0.0, 0.0, 0.0, 0.0]
+    assert [effective(r) for r in rows] == [1.0, 0.0, 0.0, 1.0, 0.0]
+    summary = agent_summary(rows)
+    assert summary["answered"]["mean"] == pytest.approx(0.2)
+    assert summary["accuracy"]["mean"] == pytest.approx(0.6)  # what LS-QA used to count
+    assert summary["effective"]["mean"] == pytest.approx(0.4)
+    assert summary["pass"]["mean"] == pytest.approx(0.2)
 
 
-def test_error_reduction_and_its_paired_interval() -> None:
-    before = [_row(f"t{i}", True) for i in range(10)]
-    base_after = [_row(f"t{i}", i >= 8) for i in range(10)]  # 8 errors
-    hat_after = [_row(f"t{i}", i >= 4) for i in range(10)]  # 4 errors
+def test_edit_error_is_one_minus_answered_and_the_reduction_is_relative_to_base() -> None:
+    """Error = 1 - answered correctly: accurate replies that do not answer count as errors
+    (on accuracy alone the base model would look perfect here). Reduction vs base =
+    (err(base) - err(model)) / err(base) under the edited harness, paired interval."""
+    before = [_graded(f"t{i}") for i in range(10)]
+    base_after = [_graded(f"t{i}", eff=0 if i < 8 else 1) for i in range(10)]  # 8 errors
+    hat_after = [_graded(f"t{i}", eff=0.5 if i < 4 else 1) for i in range(10)]  # 4 errors
     base = edit_summary(before, base_after)
-    hat = edit_summary([*before, _row("extra", False)], hat_after)
+    hat = edit_summary([*before, _graded("extra", acc=0)], hat_after)
     assert base["error_before"]["mean"] == 0.0 and base["error_after"]["mean"] == 0.8
+    assert base["full_marks_error_after"]["mean"] == 0.8
     assert hat["n"] == 10 and hat["error_before"]["n"] == 10  # rows outside the edit set ignored
+    assert hat["error_after"]["mean"] == pytest.approx(0.4)
     point, low, high = _ratio_ci(hat["errors_after"], base["errors_after"])
-    assert point == pytest.approx(0.5)
+    assert point == pytest.approx((0.8 - 0.4) / 0.8)
     assert low is not None and high is not None and low <= 0.5 <= high and low < high
     assert _ratio_ci(hat["errors_after"], {k: 0.0 for k in hat["errors_after"]})[0] is None
+
+
+def _fake_run(tmp_path: Path, profile: Any) -> Any:
+    """A replication folder with every step done and nothing stored (for the report's text)."""
+    from core.experiment.replicate import Replication
+
+    run = Replication.create(None, profile, tmp_path / "run")  # type: ignore[arg-type]
+    for name in ("setup", "data", "train", "eval-base", "eval-fixed", "eval-hat", "report"):
+        run.step(name).update(status="done", wall_s=1.0)
+    run.step("setup")["base_model"] = "base"
+    return run
+
+
+def test_the_report_leads_with_answered_correctly_on_every_table(tmp_path: Path) -> None:
+    from core.experiment.report import report_markdown, summarise
+
+    ls = {m: [_graded(f"t{i}", eff=0 if i < k else 1).model_copy(update={"category": "price"})
+              for i in range(10)] for m, k in (("base", 10), ("fixed", 5), ("hat", 2))}  # fmt: skip
+    hv = {m: [_graded(f"t{i}", eff=0 if i < k else 1, suite=Suite.HV_QA, variant=1)
+              for i in range(10)] for m, k in (("base", 10), ("fixed", 6), ("hat", 3))}  # fmt: skip
+    edit = {m: [_graded(f"t{i}", eff=0 if i < k else 1) for i in range(10)]
+            for m, k in (("base", 10), ("fixed", 8), ("hat", 4))}  # fmt: skip
+    rows = {m: {"ls-qa": ls[m], "hv-qa": hv[m], "edit": edit[m]} for m in ls}
+    models = summarise(rows, {})
+    fixed, hat = models["fixed"], models["hat"]
+    assert fixed["ls-qa"]["answered"]["mean"] == 0.5 and fixed["ls-qa"]["accuracy"]["mean"] == 1
+    assert fixed["ls-qa"]["per_task_answered"]["t0"] == 0.0  # accurate, did not answer
+    assert fixed["ls-qa"]["per_task"]["t0"] == 1.0  # the old per-task accuracy, kept
+    assert fixed["hv-qa"]["dimensions"]["tool_schemas"]["answered"] == pytest.approx(0.4)
+    assert fixed["variants"]["gap"]["mean"] == pytest.approx(0.1)  # 0.5 - 0.4, on answered
+    assert hat["hv_minus_fixed"]["mean"] == pytest.approx(0.3)  # 0.7 - 0.4
+    assert hat["edit"]["error_after"]["mean"] == pytest.approx(0.4)
+    assert hat["edit"]["reduction_vs_base"][0] == pytest.approx(0.6)  # (1.0 - 0.4) / 1.0
+
+    text = report_markdown(_fake_run(tmp_path, load_profile("ci")), models, {})
+    assert "> **Under-trained:** fixed-harness SFT answers 50.0 % of LS-QA correctly" in text
+    # the main table: LS-QA and HV-QA answered correctly, the edit error before → after
+    assert re.search(r"^\| HAT \| 80\.0 \[.*\] \| 70\.0 \[.* \| 20\.0 → 40\.0 \[", text, re.M)
+    assert "| model | suite | n | answered correctly | accuracy | effectiveness |" in text
+    assert re.search(r"^\| fixed-SFT \| LS-QA \| 10 \| 50\.0 \[.*\] \| 100\.0 \[", text, re.M)
+    # the edit table: error before, after, the reduction vs base (60 %: (1.0 - 0.4) / 1.0)
+    assert re.search(r"^\| HAT \| 20\.0 \[.*\] \| 40\.0 \[.*\] \| 60\.0 % \[", text, re.M)
+    assert "**HAT − fixed-SFT on HV-QA, answered correctly** (paired over tasks): 30.0 [" in text
+    assert "LS-QA answered correctly by task category:" in text
+    assert "- fixed-SFT: price 50.0 (n=10)" in text
+    models["fixed"]["ls-qa"]["answered"]["mean"] = 0.6
+    text = report_markdown(_fake_run(tmp_path / "b", load_profile("ci")), models, {})
+    assert "Under-trained" not in text  # 60 % answered correctly is the bar
 
 
 # ----------------------------------------------------------------------------- end to end
@@ -375,17 +447,28 @@ def test_variant_summary_gap_worst_of_k_and_paired_hv_difference() -> None:
     assert diff is not None and diff["mean"] == pytest.approx(0.5)
 
 
-def _seed_report(folder: Path, seed: int, hat: dict[str, float], fixed: dict[str, float]) -> Path:
-    """A report.json as write_replication_report writes it, cut to what `seeds` reads."""
+def _seed_report(
+    folder: Path,
+    seed: int,
+    hat: dict[str, float],
+    fixed: dict[str, float],
+    profile: dict[str, Any] | None = None,
+) -> Path:
+    """A report.json as write_replication_report writes it, cut to what `seeds` reads (the
+    per-task values serve as accuracy and as answered correctly)."""
+    from core.experiment.report import HEADLINE
 
     def model(per_task: dict[str, float]) -> dict[str, Any]:
         mean = sum(per_task.values()) / len(per_task)
         ci = {"mean": mean, "low": mean, "high": mean, "n": len(per_task)}
-        return {"ls-qa": {"accuracy": ci}, "hv-qa": {"accuracy": ci, "per_task": per_task}}
+        suite = {"answered": ci, "accuracy": ci, "per_task": per_task,
+                 "per_task_answered": per_task}  # fmt: skip
+        return {"ls-qa": suite, "hv-qa": suite}
 
     folder.mkdir(parents=True)
     data = {
-        "profile": {"data": {"seed": seed}},
+        "headline": HEADLINE,
+        "profile": profile if profile is not None else {"data": {"seed": seed}},
         "models": {"fixed": model(fixed), "hat": model(hat)},
     }
     (folder / "report.json").write_text(json.dumps(data))
@@ -395,7 +478,13 @@ def _seed_report(folder: Path, seed: int, hat: dict[str, float], fixed: dict[str
 def test_seeds_pool_hat_minus_fixed_paired_by_task(tmp_path: Path) -> None:
     """Two seeds on the same tasks: the pooled difference is the mean of every (seed, task)
     pair; tasks are resampled as clusters, so a task where the seeds disagree widens it."""
-    from core.experiment.seeds import SeedsError, pooled_difference, read_report, seeds_markdown
+    from core.experiment.seeds import (
+        SeedsError,
+        pooled_difference,
+        pooled_line,
+        read_report,
+        seeds_markdown,
+    )
 
     tasks = [f"test.price.{i:04d}" for i in range(10)]
     one = _seed_report(
@@ -411,17 +500,28 @@ def test_seeds_pool_hat_minus_fixed_paired_by_task(tmp_path: Path) -> None:
     assert pooled["mean"] == pytest.approx((5 * 0.5) / 20)
     assert pooled["low"] <= pooled["mean"] <= pooled["high"] and pooled["high"] > pooled["low"]
     text = seeds_markdown(reports)
+    first = text.splitlines()[0]  # the pooled difference is the first line
+    assert first.startswith("**HAT − fixed-SFT on HV-QA, answered correctly, pooled over seeds")
+    assert "over seeds 0, 1: 12.5 [" in first
     assert "| 0 | HAT |" in text and "| 1 | fixed-SFT |" in text
-    assert "over seeds 0, 1: **12.5 [" in text
 
-    old = tmp_path / "old"  # a report from before per-task accuracies were kept
+    old = tmp_path / "old"  # a seed-2 report from before answered correctly was kept
     old.mkdir()
     data = json.loads((one / "report.json").read_text())
-    del data["models"]["hat"]["hv-qa"]["per_task"]
+    data["profile"]["data"]["seed"] = 2
+    del data["headline"]
+    for m in ("fixed", "hat"):
+        for suite in ("ls-qa", "hv-qa"):
+            del data["models"][m][suite]["per_task_answered"], data["models"][m][suite]["answered"]
     (old / "report.json").write_text(json.dumps(data))
-    assert pooled_difference([reports[0], read_report(old)])["missing"] == [
-        str(old / "report.json")
-    ]
+    mixed = pooled_difference([*reports, read_report(old)])
+    assert mixed["predates"] == [str(old / "report.json")]  # named, left out
+    assert mixed["seeds"] == [0, 1] and mixed["mean"] == pooled["mean"]  # the others pooled
+    text = seeds_markdown([*reports, read_report(old)])
+    assert f"Left out of the pool: {old / 'report.json'}" in text
+    assert "| 2 | HAT | — | — |" in text  # its answered-correctly cells are empty
+    only_old = pooled_line(pooled_difference([read_report(old)]))
+    assert "not computed" in only_old and "predates" in only_old
     with pytest.raises(SeedsError, match="given twice"):
         seeds_markdown([reports[0], read_report(one)])
     (tmp_path / "bad.json").write_text("{}")
@@ -431,3 +531,119 @@ def test_seeds_pool_hat_minus_fixed_paired_by_task(tmp_path: Path) -> None:
         app, ["experiment", "seeds", str(one), str(two), "--out", str(tmp_path / "t.md")]
     )
     assert result.exit_code == 0 and (tmp_path / "t.md").read_text() in result.output
+
+
+def test_pooling_refuses_runs_of_another_experiment_naming_the_field(tmp_path: Path) -> None:
+    """Only the seed may differ: another profile field, the same seed twice or other HV-QA
+    tasks (both runs evaluated in full) are refused, with the field and both values named."""
+    from core.experiment.seeds import SeedsError, profile_difference, read_report, seeds_markdown
+
+    prof = load_profile("ci")
+    tasks = {f"t{i}": 1.0 for i in range(4)}
+    one = read_report(_seed_report(tmp_path / "a", 0, tasks, tasks,
+                                   prof.with_seed(0).model_dump(mode="json")))  # fmt: skip
+    other = prof.model_copy(update={"eval": prof.eval.model_copy(update={"hv_qa": 99})})
+    two = read_report(_seed_report(tmp_path / "b", 1, tasks, tasks,
+                                   other.with_seed(1).model_dump(mode="json")))  # fmt: skip
+    with pytest.raises(SeedsError, match=r"profile field `eval\.hv_qa` is 1 in .* and 99 in"):
+        seeds_markdown([one, two])
+    assert (
+        profile_difference(
+            prof.with_seed(0).model_dump(mode="json"), prof.with_seed(5).model_dump(mode="json")
+        )
+        is None
+    )  # the seed's own fields are not a difference
+    same_seed = read_report(_seed_report(tmp_path / "c", 0, tasks, tasks,
+                                         prof.with_seed(0).model_dump(mode="json")))  # fmt: skip
+    with pytest.raises(SeedsError, match="seed 0 given twice"):
+        seeds_markdown([one, same_seed])
+    fewer = {f"t{i}": 1.0 for i in range(3)} | {"t9": 0.0}
+    three = read_report(_seed_report(tmp_path / "d", 2, fewer, fewer,
+                                     prof.with_seed(2).model_dump(mode="json")))  # fmt: skip
+    with pytest.raises(SeedsError, match=r"HV-QA tasks differ: 1 only in .*a.* \(t3\), 1 only"):
+        seeds_markdown([one, three])
+    result = runner.invoke(app, ["experiment", "seeds", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert result.exit_code == 1 and "eval.hv_qa" in result.output
+
+
+def _said(result: Any) -> str:
+    """The CLI's output with the console's line wrapping undone."""
+    return " ".join(result.output.split())
+
+
+def _done_seed(out: Path, profile: Any, seed: int, hv: dict[str, float]) -> Path:
+    """A seed's replication folder with every step done and its report written (no store)."""
+    import yaml
+
+    from core.experiment.replicate import STEPS
+
+    folder = out / f"seed-{seed}"
+    prof = profile.with_seed(seed).model_dump(mode="json")
+    _seed_report(folder / "report", seed, hv, {t: 0.5 for t in hv}, prof)
+    (folder / "profile.yaml").write_text(yaml.safe_dump(prof, sort_keys=False))
+    steps = {name: {"status": "done", "wall_s": 1.0} for name in STEPS}
+    steps["report"]["files"] = {"json": str(folder / "report" / "report.json")}
+    state = {"profile": prof["name"], "created_at": "earlier", "tag": folder.name,
+             "ifeval_path": None, "steps": steps, "command": "the first command"}  # fmt: skip
+    (folder / "state.json").write_text(json.dumps(state))
+    return folder
+
+
+def test_a_seed_list_resumes_each_seed_folder_and_pools_them(
+    hat_home: Path, tmp_path: Path
+) -> None:
+    """`replicate --seeds 0 1`: a seed whose folder exists is resumed (its state kept, no
+    step run again), a new one is started in <out>/seed-N; once every seed has a report, the
+    pooled report's first line is HAT - fixed on HV-QA answered correctly."""
+    import yaml
+
+    data = load_profile("ci").model_dump(mode="json")
+    data["model"] = "not-registered"  # a new seed's setup fails at once
+    profile_file = tmp_path / "mine.yaml"
+    profile_file.write_text(yaml.safe_dump(data))
+    profile = load_profile(str(profile_file))
+    out = tmp_path / "seeds"
+    tasks = [f"t{i}" for i in range(6)]
+    zero = _done_seed(out, profile, 0, {t: 1.0 for t in tasks})
+    args = ["experiment", "replicate", "--profile", str(profile_file), "--out", str(out)]
+
+    result = runner.invoke(app, [*args, "--seeds", "0", "1"])
+    assert result.exit_code == 1, result.output
+    assert "seed 1: model 'not-registered' is not registered" in _said(result)
+    assert "run the same command again to resume" in _said(result)
+    state = json.loads((zero / "state.json").read_text())
+    assert state["created_at"] == "earlier" and state["command"] == "the first command"
+    assert state["resumed_with"] == [f"hat experiment replicate --profile {profile_file} "
+                                     f"--seeds 0 1 --out {out}"]  # fmt: skip
+    assert all(step["wall_s"] == 1.0 for step in state["steps"].values())  # nothing re-run
+    new = json.loads((out / "seed-1" / "state.json").read_text())
+    assert new["steps"]["setup"]["status"] == "failed"
+    assert yaml.safe_load((out / "seed-1" / "profile.yaml").read_text())["data"]["seed"] == 1
+    assert not (out / "pooled.md").exists()
+
+    import shutil
+
+    shutil.rmtree(out / "seed-1")  # as if seed 1 had finished: pooled once both have reports
+    _done_seed(out, profile, 1, {t: 0.5 if i < 3 else 1.0 for i, t in enumerate(tasks)})
+    result = runner.invoke(app, [*args, "--seeds", "0,1", "--results", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    pooled = (out / "pooled.md").read_text()
+    assert pooled.splitlines()[0].startswith(
+        "**HAT − fixed-SFT on HV-QA, answered correctly, pooled over seeds 0, 1: 37.5 ["
+    )  # (6 × 0.5 + 3 × 0 + 3 × 0.5) / 12
+    assert (tmp_path / "r" / "pooled.md").read_text() == pooled
+    assert (tmp_path / "r" / "seed-1" / "report.json").is_file()
+    assert len(json.loads((zero / "state.json").read_text())["resumed_with"]) == 2
+
+    # another profile under the same folder is refused, naming the field
+    data["eval"]["ls_qa"] = 7
+    profile_file.write_text(yaml.safe_dump(data))
+    result = runner.invoke(app, [*args, "--seeds", "0"])
+    assert result.exit_code == 1
+    assert "field `eval.ls_qa` is 1 there and 7 in the one asked" in _said(result)
+    for bad, says in ((["--seeds", "0", "--seed", "1"], "without --resume or --seed"),
+                      (["--seeds", "0", "x"], "'x' is not a seed"),
+                      (["--seeds", "1", "1"], "seed 1 given twice"),
+                      (["stray"], "unexpected argument(s): stray")):  # fmt: skip
+        result = runner.invoke(app, [*args, *bad])
+        assert result.exit_code == 1 and says in _said(result), (bad, result.output)

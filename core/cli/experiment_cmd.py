@@ -3,18 +3,23 @@
     hat experiment replicate --profile cpu --ifeval input_data.jsonl
     hat experiment replicate --profile order-desk         # on an operator's harness and tasks
     hat experiment replicate --resume <run folder>        # continue where it stopped
+    hat experiment replicate --profile cpu --seeds 0 1 2 --out runs/cpu-seeds
     hat experiment status <run folder>
+    hat experiment seeds <report.json> <report.json>      # runs started one by one, pooled
 
-Run folders default to `<home>/experiments/<profile>-<UTC stamp>/`; `--results DIR` also
-copies the report (Markdown, JSON, plots) there. See core/experiment/replicate.py.
+Run folders default to `<home>/experiments/<profile>-<UTC stamp>/` (with `--seeds`:
+`<home>/experiments/<profile>-seeds/`, one `seed-N` folder per seed, so the same command
+resumes); `--results DIR` also copies the report (Markdown, JSON, plots) there. See
+core/experiment/replicate.py and core/experiment/seeds.py.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -33,8 +38,9 @@ def _say(message: str) -> None:
     console.print(f"{stamp} {message}", markup=False)
 
 
-@app.command()
+@app.command(context_settings={"allow_extra_args": True})
 def replicate(
+    ctx: typer.Context,
     profile: Annotated[
         str | None,
         typer.Option(
@@ -82,6 +88,16 @@ def replicate(
             "the report is then written from the items done (resume to finish).",
         ),
     ] = None,
+    seeds: Annotated[
+        str | None,
+        typer.Option(
+            "--seeds",
+            help="Several seeds as one experiment: `--seeds 0 1 2` runs each seed's "
+            "replication in <out>/seed-N (a seed whose folder exists is resumed, never "
+            "trained again), then writes <out>/pooled.md: HAT - fixed-SFT on HV-QA pooled "
+            "over the seeds and paired by task, then each seed's numbers.",
+        ),
+    ] = None,
 ) -> None:
     """Build oracle data, train fixed-harness SFT and HAT with matched step budgets, evaluate
     base / fixed-SFT / HAT (LS-QA, HV-QA, IFEval, a harness edit) and write the report."""
@@ -92,6 +108,19 @@ def replicate(
 
     if until is not None and until not in STEPS:
         fail(f"--until {until!r}: one of {', '.join(STEPS)}")
+    seed_list: list[int] | None = None
+    if seeds is not None:
+        from core.experiment.seeds import SeedsError, parse_seeds
+
+        try:  # `--seeds 0 1 2`: the words after the first arrive as extra arguments
+            seed_list = parse_seeds([seeds, *ctx.args])
+        except SeedsError as exc:
+            fail(str(exc))
+        if resume is not None or seed is not None:
+            fail("--seeds runs and resumes every seed under --out: give it with --profile, "
+                 "without --resume or --seed")  # fmt: skip
+    elif ctx.args:
+        fail(f"unexpected argument(s): {' '.join(ctx.args)}")
     if (profile is None) == (resume is None):
         fail("give --profile NAME for a new replication or --resume FOLDER")
     if seed is not None and resume is not None:
@@ -111,6 +140,14 @@ def replicate(
 
     # A plain SIGTERM would skip the `finally` blocks that stop the model servers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if seed_list is not None:
+        assert profile is not None
+        given_seeds = {"--profile": profile, "--seeds": [str(s) for s in seed_list],
+                       "--out": out, "--ifeval": ifeval, "--results": results,
+                       "--until": until, "--deadline": deadline}  # fmt: skip
+        _replicate_seeds(profile, seed_list, out, ifeval_path, results, until, deadline,
+                         _command_line(given_seeds))  # fmt: skip
+        return
     with open_store() as store:
         try:
             if resume is not None:
@@ -156,9 +193,94 @@ def _command_line(options: Mapping[str, object]) -> str:
     belongs to the host process (pytest, the studio) whenever the CLI runs in-process."""
     words = ["hat", "experiment", "replicate"]
     for flag, value in options.items():
-        if value is not None:
+        if isinstance(value, list):
+            words += [flag, *(str(v) for v in value)]
+        elif value is not None:
             words += [flag, str(value)]
     return shlex.join(words)
+
+
+def _replicate_seeds(
+    profile_name: str,
+    seed_list: list[int],
+    out: Path | None,
+    ifeval_path: str | None,
+    results: Path | None,
+    until: str | None,
+    deadline: str | None,
+    command: str,
+) -> None:
+    """`replicate --seeds`: each seed's run in `<out>/seed-N` (an existing one resumed), then
+    the pooled report once every seed has its own (core/experiment/seeds.py)."""
+    from core.experiment.profiles import load_profile
+    from core.experiment.replicate import ReplicationError
+    from core.experiment.report import HEADLINE
+    from core.experiment.seeds import (
+        SeedsError,
+        open_seed,
+        read_report,
+        seed_folder,
+        write_pooled_report,
+    )
+    from core.paths import home
+    from core.train.config import ConfigError
+
+    try:
+        prof = load_profile(profile_name)
+    except ConfigError as exc:
+        fail("; ".join(exc.lines()))
+    folder = (out or home() / "experiments" / f"{prof.name}-seeds").expanduser().resolve()
+    again = "run the same command again to resume: finished seeds and steps are kept"
+    with open_store() as store:
+        for seed in seed_list:
+            try:
+                run, resumed = open_seed(store, prof, folder, seed, ifeval_path=ifeval_path)
+            except (SeedsError, ReplicationError) as exc:
+                fail(f"seed {seed}: {exc}")
+            run.deadline = _deadline(deadline) if deadline else None
+            if resumed:
+                run.state.setdefault("resumed_with", []).append(command)
+            else:
+                run.state["command"] = command
+            run.save()
+            _say(f"seed {seed}: {'resuming' if resumed else 'new'} replication in {run.folder}")
+            say = _seed_say(seed)
+            try:
+                run.run_all(on_message=say, until=until)
+                report = run.step("report")
+                files = report.get("files") or {}
+                if report.get("status") == "done" and files and until in (None, "report"):
+                    data = json.loads(Path(files["json"]).read_text(encoding="utf-8"))
+                    if data.get("headline") != HEADLINE:  # an older report: rows are stored
+                        say("its report predates answered correctly: writing it again")
+                        run.run_step("report", on_message=say)
+            except ConfigError as exc:
+                fail(f"seed {seed}: {'; '.join(exc.lines())} ({again})")
+            except ReplicationError as exc:
+                fail(f"seed {seed}: {exc} ({again})")
+    found = {s: seed_folder(folder, s) / "report" / "report.json" for s in seed_list}
+    waiting = [str(s) for s, path in found.items() if not path.is_file()]
+    if waiting:
+        _say(f"pooled report not written: no report yet for seed(s) {', '.join(waiting)}")
+        return
+    try:
+        reports = [read_report(path) for path in found.values()]
+        paths = write_pooled_report(folder, reports)
+    except SeedsError as exc:
+        fail(str(exc))
+    if results is not None:
+        results.mkdir(parents=True, exist_ok=True)
+        for path in paths.values():
+            shutil.copy2(path, results / path.name)
+        for seed in seed_list:
+            shutil.copytree(seed_folder(folder, seed) / "report", results / f"seed-{seed}",
+                            dirs_exist_ok=True)  # fmt: skip
+        _say(f"pooled report and each seed's report copied to {results}")
+    typer.echo(paths["markdown"].read_text(encoding="utf-8"))
+
+
+def _seed_say(seed: int) -> Callable[[str], None]:
+    return lambda message: _say(f"[seed {seed}] {message}")
 
 
 def _deadline(text: str) -> float:
@@ -205,8 +327,9 @@ def seeds(
         Path | None, typer.Option("--out", help="Also write the table to this Markdown file.")
     ] = None,
 ) -> None:
-    """Several seeds' replications side by side, with HAT - fixed-SFT on HV-QA pooled over
-    seeds and paired by task (core/experiment/seeds.py)."""
+    """Several seeds' replications as one experiment: HAT - fixed-SFT on HV-QA answered
+    correctly pooled over seeds and paired by task first, each seed's numbers below; refused
+    for runs whose profiles (but for the seed) or HV-QA tasks differ (core/experiment/seeds.py)."""
     from core.experiment.seeds import SeedsError, read_report, seeds_markdown
 
     try:

@@ -1,19 +1,39 @@
 """The replication report: the report's table for base / fixed-SFT / HAT, with intervals.
 
+**The headline: answered correctly.** An agent item is *answered correctly* when its accuracy
+grade is 1 AND its effectiveness grade is 1 (core/sim/graders.py): the facts right and the
+ask answered, the report's "accurate yet effective". Accuracy alone is 1 whenever nothing the
+reply states is false, also when the reply does not answer the question (a polite "let me
+check" is accurate); effectiveness alone is 1 when every intent is answered, also with a
+wrong number. Effectiveness must be 1, not 0.5: 0.5 is a partial answer (some of the asks
+answered, or a "can't check right now" after a fault that was not retried), which did not do
+the job. A failed item (status failed: max_turns, a model error, a timeout) counts 0.
+
 Numbers (all from stored evaluation rows, core/eval):
 
-- **LS-QA**, **HV-QA**: accuracy (the binary accuracy grader; a failed item counts 0), the
-  report's headline; the mean of the four grades and the full-marks pass rate are listed too.
-  HV-QA intervals are clustered by task (a task's variants are not independent).
+- **LS-QA**, **HV-QA**: answered correctly first; accuracy (the binary accuracy grade),
+  effectiveness (share with effectiveness 1), the mean of the four grades and full marks (all
+  four grades 1) are secondary columns. HV-QA intervals are clustered by task (a task's
+  variants are not independent). The variant gap (LS − HV, paired per task), worst-of-K (a
+  task counts only if every variant of it is answered correctly), the per-HSA-dimension cost
+  and HAT − fixed-SFT on HV-QA (paired per task) are all on answered correctly. P5 stays on
+  the mean of the four grades: the 5th percentile of a 0/1 value is 0 unless 95 % of the
+  items are right, so it would say nothing worst-of-K does not.
 - **IFEval**: prompt-level and instruction-level strict accuracy
   (`core.eval.ifeval.aggregate_results`); the instruction-level interval is clustered by prompt.
-- **Harness edit**: the error rate (share of items without full marks) on the same LS-QA tasks
-  under the original and under the edited harness, the change, and the error reduction after
-  the edit relative to the base model, `1 - err(model) / err(base)`, and of HAT relative to
-  fixed SFT, `1 - err(HAT) / err(fixed)`; ratio intervals come from a paired bootstrap over
-  tasks (the same resampled tasks for both models).
+- **Harness edit**: the error rate, 1 − answered correctly, on the same LS-QA tasks under the
+  original and under the edited harness, and the error reduction after the edit relative to
+  the base model under the edited harness, `(err(base) − err(model)) / err(base)`, and of HAT
+  relative to fixed SFT; ratio intervals come from a paired bootstrap over tasks (the same
+  resampled tasks for both models). The full-marks error is a secondary column.
 
 Every interval is a 95 % percentile bootstrap (2000 resamples, seed 0; core/eval/stats.py).
+
+report.json keeps, per model and agent suite, `per_task` (each task's accuracy, its variants
+averaged) and `per_task_answered` (the same for answered correctly), so runs of other seeds
+can be paired task by task (core/experiment/seeds.py). Its `headline` key names the headline
+measure; a report.json without it predates answered correctly: its variant gap, worst-of-K,
+HAT − fixed and edit errors are on accuracy and full marks.
 
 In a task-file world (core/experiment/replicate.py) the same columns hold the task file's
 test split: LS-QA is the `tasks` suite, HV-QA the `hv-tasks` suite, the edit test the `tasks`
@@ -39,8 +59,10 @@ if TYPE_CHECKING:
 
 LABELS = {"base": "base", "fixed": "fixed-SFT", "hat": "HAT"}
 RESAMPLES = 2000
-UNDERTRAINED = 0.8
-"""Fixed SFT below this LS-QA accuracy on its own harness: the run is under-trained."""
+UNDERTRAINED = 0.6
+"""Fixed SFT answering less of LS-QA correctly on its own harness: the run is under-trained."""
+HEADLINE = "answered correctly (accuracy 1 and effectiveness 1)"
+"""report.json's `headline` key (module doc: a report without it predates this measure)."""
 
 
 def accuracy(row: EvalResult) -> float:
@@ -48,6 +70,22 @@ def accuracy(row: EvalResult) -> float:
         return 0.0
     acc = (row.grades.get("accuracy") or {}).get("score")
     return float(acc) if isinstance(acc, int | float) else 0.0
+
+
+def effective(row: EvalResult) -> float:
+    """1 when the reply answered every ask (effectiveness grade 1; 0.5 is a partial answer),
+    else 0; a failed item counts 0."""
+    if row.status is ResultStatus.FAILED:
+        return 0.0
+    return 1.0 if _grade(row, "effectiveness") == 1 else 0.0
+
+
+def answered(row: EvalResult) -> float:
+    """The headline (module doc): 1 when the facts are right (accuracy 1) AND the ask is
+    answered (effectiveness 1), else 0; a failed item counts 0."""
+    if row.status is ResultStatus.FAILED:
+        return 0.0
+    return 1.0 if _grade(row, "accuracy") == 1 and _grade(row, "effectiveness") == 1 else 0.0
 
 
 def _ci(values: Sequence[float], groups: Sequence[str] | None = None) -> Interval | None:
@@ -71,7 +109,9 @@ def agent_summary(rows: Sequence[EvalResult], *, clustered: bool = False) -> dic
             failed[kind] = failed.get(kind, 0) + 1
     return {
         "n": len(rows),
+        "answered": _ci_dict(_ci([answered(r) for r in rows], groups)),
         "accuracy": _ci_dict(_ci([accuracy(r) for r in rows], groups)),
+        "effective": _ci_dict(_ci([effective(r) for r in rows], groups)),
         "score": _ci_dict(_ci([r.score for r in rows], groups)),
         "pass": _ci_dict(_ci([float(r.passed) for r in rows], groups)),
         "failed": failed,
@@ -103,14 +143,21 @@ def ifeval_summary(rows: Sequence[EvalResult]) -> dict[str, Any]:
     }
 
 
-def _errors(rows: Sequence[EvalResult]) -> dict[str, float]:
-    return {r.task_id: 0.0 if r.passed else 1.0 for r in rows}
+def _errors(rows: Sequence[EvalResult], value: Any = answered) -> dict[str, float]:
+    """Each task's error, 1 - value (answered correctly unless told)."""
+    return {r.task_id: 1.0 - float(value(r)) for r in rows}
+
+
+def _full_marks(row: EvalResult) -> float:
+    return 1.0 if row.passed and row.status is ResultStatus.OK else 0.0
 
 
 def _ratio_ci(
     num: dict[str, float], den: dict[str, float], seed: int = 0
 ) -> tuple[float | None, float | None, float | None]:
-    """1 - mean(num)/mean(den) over the shared tasks, with a paired bootstrap interval."""
+    """1 - mean(num)/mean(den) = (mean(den) - mean(num)) / mean(den) over the shared tasks,
+    with a paired bootstrap interval (the same resampled tasks for both; resamples whose
+    reference errors are all 0 are left out). None when the reference made no errors."""
     keys = sorted(set(num) & set(den))
     if not keys:
         return None, None, None
@@ -131,16 +178,22 @@ def _ratio_ci(
 
 
 def edit_summary(before: Sequence[EvalResult], after: Sequence[EvalResult]) -> dict[str, Any]:
+    """The harness-edit numbers of one model: error = 1 - answered correctly per task before
+    (its LS-QA rows of the edit's tasks) and after the edit; the full-marks error after the
+    edit as a secondary number."""
     after_ids = {r.task_id for r in after}
     before = [r for r in before if r.task_id in after_ids]
     err_before = _errors(before)
     err_after = _errors(after)
+    full_after = _errors(after, _full_marks)
     return {
         "n": len(after),
+        "measure": "1 - answered correctly",
         "error_before": _ci_dict(_ci(list(err_before.values()))),
         "error_after": _ci_dict(_ci(list(err_after.values()))),
         "errors_before": err_before,
         "errors_after": err_after,
+        "full_marks_error_after": _ci_dict(_ci(list(full_after.values()))),
     }
 
 
@@ -202,25 +255,27 @@ def _per_task(rows: Sequence[EvalResult], value: Any = accuracy) -> dict[str, li
     return out
 
 
-def task_means(rows: Sequence[EvalResult]) -> dict[str, float]:
-    """Each task's accuracy (its variants averaged), kept in report.json so that runs of
-    other seeds can be paired with this one task by task (core/experiment/seeds.py)."""
-    return {task: float(np.mean(values)) for task, values in sorted(_per_task(rows).items())}
+def task_means(rows: Sequence[EvalResult], value: Any = accuracy) -> dict[str, float]:
+    """Each task's accuracy (or `value`: answered correctly), its variants averaged, kept in
+    report.json so that runs of other seeds can be paired with this one task by task
+    (core/experiment/seeds.py)."""
+    return {task: float(np.mean(values)) for task, values in sorted(_per_task(rows, value).items())}
 
 
 def variant_summary(ls: Sequence[EvalResult], hv: Sequence[EvalResult]) -> dict[str, Any]:
-    """HV-QA against LS-QA on the same tasks: the variant gap (LS - HV accuracy, paired per
-    task), worst-of-K accuracy (a task counts only if every variant of it is right), P5 of
-    the variants' mean-of-four-grades scores (bootstrapped over tasks), and per-HSA-dimension
-    cost (core.eval.stats.dimension_breakdown, paired per task)."""
+    """HV-QA against LS-QA on the same tasks, on answered correctly: the variant gap (LS - HV,
+    paired per task), worst-of-K (a task counts only if every variant of it is answered
+    correctly) and per-HSA-dimension cost (core.eval.stats.dimension_breakdown, paired per
+    task); and P5 of the variants' mean-of-four-grades scores (bootstrapped over tasks; module
+    doc: why not on answered correctly)."""
     from core.eval.stats import dimension_breakdown, paired_bootstrap
 
     out: dict[str, Any] = {}
     # A task file's suites (`tasks`, `hv-tasks`) play the LS-QA and HV-QA roles here.
     ls = [r if r.suite is Suite.LS_QA else r.model_copy(update={"suite": Suite.LS_QA}) for r in ls]
     hv = [r if r.suite is Suite.HV_QA else r.model_copy(update={"suite": Suite.HV_QA}) for r in hv]
-    hv_tasks = _per_task(hv)
-    ls_tasks = _per_task(ls)
+    hv_tasks = _per_task(hv, answered)
+    ls_tasks = _per_task(ls, answered)
     shared = [t for t in hv_tasks if t in ls_tasks]
     if shared:
         gap = paired_bootstrap(
@@ -242,7 +297,9 @@ def variant_summary(ls: Sequence[EvalResult], hv: Sequence[EvalResult]) -> dict[
         low, high = np.quantile(boot, [0.025, 0.975])
         out["p5_score"] = {"mean": point, "low": float(low), "high": float(high),
                            "n": sum(len(v) for v in scores.values())}  # fmt: skip
-    costs = dimension_breakdown([*ls, *hv], n=RESAMPLES)
+    # dimension_breakdown reads each row's score: give it answered correctly as the score
+    headline = [r.model_copy(update={"score": answered(r)}) for r in (*ls, *hv)]
+    costs = dimension_breakdown(headline, n=RESAMPLES)
     out["dimension_cost"] = {
         c.dimension: {
             "rows": c.rows,
@@ -255,12 +312,14 @@ def variant_summary(ls: Sequence[EvalResult], hv: Sequence[EvalResult]) -> dict[
     return out
 
 
-def hv_difference(hat: Sequence[EvalResult], fixed: Sequence[EvalResult]) -> dict[str, Any] | None:
-    """HAT - fixed-SFT HV-QA accuracy, paired over the tasks both ran (a task's variants
-    averaged first)."""
+def hv_difference(
+    hat: Sequence[EvalResult], fixed: Sequence[EvalResult], value: Any = answered
+) -> dict[str, Any] | None:
+    """HAT - fixed-SFT on HV-QA answered correctly (or `value`), paired over the tasks both
+    ran (a task's variants averaged first)."""
     from core.eval.stats import paired_bootstrap
 
-    a, b = _per_task(fixed), _per_task(hat)
+    a, b = _per_task(fixed, value), _per_task(hat, value)
     shared = sorted(set(a) & set(b))
     if not shared:
         return None
@@ -275,25 +334,38 @@ def collect(run: Replication) -> dict[str, Any]:
     """Every model's numbers from the stored evaluation runs (module doc)."""
     from core.eval.api import load_results
 
+    runs = {model: run.eval_runs(model) for model in MODELS}
+    rows = {
+        model: {part: load_results(run.store, rid) for part, rid in runs[model].items()}
+        for model in MODELS
+    }
+    return summarise(rows, runs)
+
+
+def summarise(
+    rows_of: dict[str, dict[str, list[EvalResult]]], runs_of: dict[str, dict[str, str]]
+) -> dict[str, Any]:
+    """Every model's numbers from its rows by part (`ls-qa`, `hv-qa`, `ifeval`, `edit`);
+    `runs_of` names the evaluation run of each (kept in report.json)."""
     models: dict[str, Any] = {}
     hv_rows: dict[str, list[EvalResult]] = {}
-    for model in ("base", "fixed", "hat"):
-        runs = run.eval_runs(model)
-        rows = {part: load_results(run.store, rid) for part, rid in runs.items()}
-        entry: dict[str, Any] = {"runs": runs}
+    for model in MODELS:
+        rows = rows_of.get(model) or {}
+        entry: dict[str, Any] = {"runs": runs_of.get(model) or {}}
         entry["turns"] = {
             part: turn_counts(rows[part]) for part in ("ls-qa", "hv-qa", "edit") if part in rows
         }
         if "hv-qa" in rows:
             hv_rows[model] = rows["hv-qa"]
             entry["variants"] = variant_summary(rows.get("ls-qa", []), rows["hv-qa"])
-        if "ls-qa" in rows:
-            entry["ls-qa"] = agent_summary(rows["ls-qa"])
-            entry["ls-qa"]["per_task"] = task_means(rows["ls-qa"])
+        for part in ("ls-qa", "hv-qa"):
+            if part in rows:
+                entry[part] = agent_summary(rows[part], clustered=part == "hv-qa")
+                entry[part]["categories"] = _breakdown(rows[part], "category")
+                entry[part]["per_task"] = task_means(rows[part])
+                entry[part]["per_task_answered"] = task_means(rows[part], answered)
         if "hv-qa" in rows:
-            entry["hv-qa"] = agent_summary(rows["hv-qa"], clustered=True)
-            entry["hv-qa"]["dimensions"] = _dimensions(rows["hv-qa"])
-            entry["hv-qa"]["per_task"] = task_means(rows["hv-qa"])
+            entry["hv-qa"]["dimensions"] = _breakdown(rows["hv-qa"], "dimension")
         if "ifeval" in rows:
             entry["ifeval"] = ifeval_summary(rows["ifeval"])
         if "edit" in rows and "ls-qa" in rows:
@@ -314,11 +386,19 @@ def collect(run: Replication) -> dict[str, Any]:
     return models
 
 
-def _dimensions(rows: Sequence[EvalResult]) -> dict[str, dict[str, float]]:
-    out: dict[str, list[float]] = {}
+def _breakdown(rows: Sequence[EvalResult], by: str) -> dict[str, dict[str, float]]:
+    """Answered correctly and accuracy per value of a row field (`dimension`, `category`);
+    empty when no row has one."""
+    out: dict[str, list[EvalResult]] = {}
     for r in rows:
-        out.setdefault(r.dimension or "?", []).append(accuracy(r))
-    return {k: {"n": len(v), "accuracy": sum(v) / len(v)} for k, v in sorted(out.items())}
+        key = getattr(r, by)
+        if key:
+            out.setdefault(str(key), []).append(r)
+    return {
+        k: {"n": len(v), "answered": float(np.mean([answered(r) for r in v])),
+            "accuracy": float(np.mean([accuracy(r) for r in v]))}
+        for k, v in sorted(out.items())
+    }  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- formatting
@@ -373,7 +453,7 @@ def _plots(models: dict[str, Any], out: Path) -> dict[str, Path]:
     import matplotlib.pyplot as plt
 
     paths: dict[str, Path] = {}
-    columns = [("ls-qa", "accuracy", "LS-QA"), ("hv-qa", "accuracy", "HV-QA"),
+    columns = [("ls-qa", "answered", "LS-QA"), ("hv-qa", "answered", "HV-QA"),
                ("ifeval", "prompt_strict", "IFEval prompt"),
                ("ifeval", "inst_strict", "IFEval inst")]  # fmt: skip
     fig, ax = plt.subplots(figsize=(8, 4), dpi=120)
@@ -392,7 +472,7 @@ def _plots(models: dict[str, Any], out: Path) -> dict[str, Path]:
     ax.set_ylabel("% (95% bootstrap interval)")
     ax.set_ylim(0, 100)
     ax.legend()
-    ax.set_title("Replication: accuracy by suite")
+    ax.set_title("Replication: answered correctly (agent suites), IFEval strict")
     fig.tight_layout()
     paths["scores"] = out / "scores.png"
     fig.savefig(paths["scores"])
@@ -412,7 +492,7 @@ def _plots(models: dict[str, Any], out: Path) -> dict[str, Path]:
         xs = np.arange(3) + (i - 0.5) * 0.36
         ax.bar(xs, means, 0.36, yerr=[lows, highs], capsize=3, label=label)
     ax.set_xticks(np.arange(3), [LABELS[m] for m in ("base", "fixed", "hat")])
-    ax.set_ylabel("error rate % (items without full marks)")
+    ax.set_ylabel("error rate % (1 − answered correctly)")
     ax.set_ylim(0, 105)
     ax.legend()
     ax.set_title("Harness-edit test")
@@ -477,13 +557,13 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
     prof = run.profile
     steps = run.state.get("steps", {})
     lines = [f"# HAT mini-replication — profile `{prof.name}`", ""]
-    fixed_ls = ((models.get("fixed") or {}).get("ls-qa") or {}).get("accuracy")
+    fixed_ls = ((models.get("fixed") or {}).get("ls-qa") or {}).get("answered")
     if fixed_ls is None or fixed_ls["mean"] < UNDERTRAINED:
         seen = "not measured" if fixed_ls is None else f"{pct(fixed_ls['mean'])} %"
         lines += [
-            f"> **Under-trained:** fixed-harness SFT scores {seen} on LS-QA of its own harness "
-            f"(below {pct(UNDERTRAINED)} %), so this run does not train long enough for the "
-            "comparison to say much about the method.",
+            f"> **Under-trained:** fixed-harness SFT answers {seen} of LS-QA correctly on its "
+            f"own harness (below {pct(UNDERTRAINED)} %), so this run does not train long enough "
+            "for the comparison to say much about the method.",
             "",
         ]
     command = run.state.get("command")
@@ -505,8 +585,10 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
         "## Results",
         "",
         *_completeness(run),
-        "Accuracy in % with 95 % bootstrap intervals; IFEval strict; harness-edit error = share "
-        "of LS-QA items without full marks under the edited harness (before → after).",
+        "LS-QA and HV-QA: **answered correctly** in % with 95 % bootstrap intervals (accuracy "
+        "1 and effectiveness 1: the facts right and the ask answered; accuracy, effectiveness "
+        "and full marks are in the secondary table); IFEval strict; harness-edit error = 1 − "
+        "answered correctly on the edit's LS-QA items (before → after the edit).",
         "",
         "| model | LS-QA | HV-QA | IFEval prompt (strict) | IFEval inst (strict) "
         "| harness-edit error |",
@@ -517,8 +599,8 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
         edit = m.get("edit") or {}
         before = (edit.get("error_before") or {}).get("mean")
         lines.append(
-            f"| {LABELS[model]} | {cell((m.get('ls-qa') or {}).get('accuracy'))} "
-            f"| {cell((m.get('hv-qa') or {}).get('accuracy'))} "
+            f"| {LABELS[model]} | {cell((m.get('ls-qa') or {}).get('answered'))} "
+            f"| {cell((m.get('hv-qa') or {}).get('answered'))} "
             f"| {cell((m.get('ifeval') or {}).get('prompt_strict'))} "
             f"| {cell((m.get('ifeval') or {}).get('inst_strict'))} "
             f"| {pct(before)} → {cell(edit.get('error_after'))} |"
@@ -538,15 +620,23 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
         "",
         "### Harness-edit test",
         "",
-        "| model | error before edit | error after edit | error reduction after edit vs base |",
-        "|---|---|---|---|",
+        "Error = 1 − answered correctly, on the same LS-QA tasks under the original harness "
+        "(before) and the edited one (after). Error reduction vs base = (error of base − error "
+        "of the model) / error of base, both under the edited harness, with a paired bootstrap "
+        "interval over tasks. Full-marks error (items without all four grades at 1) is "
+        "secondary.",
+        "",
+        "| model | error before edit | error after edit | error reduction after edit vs base "
+        "| full-marks error after edit |",
+        "|---|---|---|---|---|",
     ]
     for model in ("base", "fixed", "hat"):
         edit = (models.get(model) or {}).get("edit") or {}
         red = ratio_cell(edit.get("reduction_vs_base")) if model != "base" else "(reference)"
         lines.append(
             f"| {LABELS[model]} | {cell(edit.get('error_before'))} "
-            f"| {cell(edit.get('error_after'))} | {red} |"
+            f"| {cell(edit.get('error_after'))} | {red} "
+            f"| {cell(edit.get('full_marks_error_after'))} |"
         )
     hat_edit = (models.get("hat") or {}).get("edit") or {}
     lines += [
@@ -557,8 +647,13 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
         "",
         "### Secondary numbers",
         "",
-        "| model | suite | n | accuracy | mean of 4 grades | full marks | failed items |",
-        "|---|---|---|---|---|---|---|",
+        "Answered correctly (the headline), then its parts: accuracy (nothing stated is false, "
+        "also when the ask is not answered), effectiveness (every ask answered: grade 1), the "
+        "mean of the four grades and full marks (all four at 1). All in %, 95 % intervals.",
+        "",
+        "| model | suite | n | answered correctly | accuracy | effectiveness | mean of 4 grades "
+        "| full marks | failed items |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for model in ("base", "fixed", "hat"):
         m = models.get(model, {})
@@ -566,26 +661,22 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
             s = m.get(part)
             if s:
                 fails = ", ".join(f"{k} {v}" for k, v in sorted(s["failed"].items())) or "0"
-                lines.append(
-                    f"| {LABELS[model]} | {label} | {s['n']} | {cell(s['accuracy'])} | "
-                    f"{cell(s['score'])} | {cell(s['pass'])} | {fails} |"
-                )
+                lines.append(f"| {LABELS[model]} | {label} | {_secondary(s)} | {fails} |")
         s = (m.get("edit") or {}).get("ls-qa-edited")
         if s:
             fails = ", ".join(f"{k} {v}" for k, v in sorted(s["failed"].items())) or "0"
-            lines.append(
-                f"| {LABELS[model]} | LS-QA, edited harness | {s['n']} | {cell(s['accuracy'])} | "
-                f"{cell(s['score'])} | {cell(s['pass'])} | {fails} |"
-            )
+            lines.append(f"| {LABELS[model]} | LS-QA, edited harness | {_secondary(s)} | {fails} |")
+    lines += _category_lines(models)
     lines += [
         "",
         "### Harness variants",
         "",
-        "Variant gap = LS-QA − HV-QA accuracy, paired per task; worst-of-K = share of tasks "
-        "right under every heldout variant; P5 = 5th percentile of the variants' mean-of-4-grades "
-        "scores (bootstrapped over tasks). All in %, 95 % intervals.",
+        "On answered correctly: variant gap = LS-QA − HV-QA, paired per task; worst-of-K = "
+        "share of tasks answered correctly under every heldout variant. P5 = 5th percentile of "
+        "the variants' mean-of-4-grades scores (bootstrapped over tasks; a 0/1 value has no "
+        "useful percentile). All in %, 95 % intervals.",
         "",
-        "| model | variant gap (LS − HV) | worst-of-K accuracy | P5 score |",
+        "| model | variant gap (LS − HV) | worst-of-K answered correctly | P5 score |",
         "|---|---|---|---|",
     ]
     for model in ("base", "fixed", "hat"):
@@ -597,22 +688,22 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
     diff = (models.get("hat") or {}).get("hv_minus_fixed")
     lines += [
         "",
-        f"**HAT − fixed-SFT on HV-QA accuracy** (paired over tasks): {cell(diff)} points.",
+        f"**HAT − fixed-SFT on HV-QA, answered correctly** (paired over tasks): {cell(diff)} "
+        "points.",
         "",
-        "Per-HSA-dimension cost: LS-QA score of the same tasks − HV-QA score of the variants "
-        "that changed that dimension (mean of 4 grades, %, paired per task; positive = the "
-        "dimension costs score):",
+        "Per-HSA-dimension cost: answered correctly on LS-QA of the same tasks − on the HV-QA "
+        "variants that changed that dimension (%, paired per task; positive = the dimension "
+        "costs answers):",
         "",
     ]
     for model in ("base", "fixed", "hat"):
         dims = ((models.get(model) or {}).get("variants") or {}).get("dimension_cost") or {}
         text = ", ".join(f"{k} {cell(v.get('cost'))} (n={v['rows']})" for k, v in dims.items())
         lines.append(f"- {LABELS[model]}: {text or '—'}")
-    lines += ["", "HV-QA accuracy by HSA dimension of the heldout variant:", ""]
+    lines += ["", "HV-QA answered correctly by HSA dimension of the heldout variant:", ""]
     for model in ("base", "fixed", "hat"):
         dims = (models.get(model, {}).get("hv-qa") or {}).get("dimensions") or {}
-        text = ", ".join(f"{k} {pct(v['accuracy'])} (n={v['n']})" for k, v in dims.items())
-        lines.append(f"- {LABELS[model]}: {text or '—'}")
+        lines.append(f"- {LABELS[model]}: {_breakdown_text(dims)}")
     lines += [
         "",
         "### Where the models fail",
@@ -693,6 +784,33 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
     return "\n".join(lines)
 
 
+def _secondary(s: dict[str, Any]) -> str:
+    """n and the score cells of the secondary table (the headline first)."""
+    keys = ("answered", "accuracy", "effective", "score", "pass")
+    return f"{s['n']} | " + " | ".join(cell(s.get(k)) for k in keys)
+
+
+def _breakdown_text(values: dict[str, Any]) -> str:
+    """`name answered% (n=N)` for each entry of a `_breakdown` (old reports: accuracy)."""
+    text = ", ".join(
+        f"{k} {pct(v.get('answered', v.get('accuracy')))} (n={v['n']})" for k, v in values.items()
+    )
+    return text or "—"
+
+
+def _category_lines(models: dict[str, Any]) -> list[str]:
+    """Answered correctly by task category, per suite and model (none when no row has one)."""
+    lines: list[str] = []
+    for part, label in (("ls-qa", "LS-QA"), ("hv-qa", "HV-QA")):
+        found = {m: (models.get(m, {}).get(part) or {}).get("categories") for m in MODELS}
+        if not any(found.values()):
+            continue
+        lines += ["", f"{label} answered correctly by task category:", ""]
+        for model in MODELS:
+            lines.append(f"- {LABELS[model]}: {_breakdown_text(found[model] or {})}")
+    return lines
+
+
 def write_replication_report(run: Replication, out: Path) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     models = collect(run)
@@ -701,6 +819,7 @@ def write_replication_report(run: Replication, out: Path) -> dict[str, Path]:
     paths = {"markdown": out / "report.md", "json": out / "report.json", **plots}
     paths["markdown"].write_text(markdown, encoding="utf-8")
     data = {
+        "headline": HEADLINE,
         "profile": run.profile.model_dump(mode="json"),
         "state": run.state,
         "models": models,
