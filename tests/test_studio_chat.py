@@ -63,7 +63,6 @@ from studio.logic.viewer_stream import (
     ReplaySchedule,
     ViewerPreset,
     live_stream,
-    room_bindings,
     viewer_presets,
 )
 
@@ -119,7 +118,11 @@ ENDPOINT = Endpoint("http://127.0.0.1:9/v1", "scripted", "transformers", "script
 def test_cards_and_latency_of_a_real_agent_request() -> None:
     task = generate_tasks(Split.DEV, per_category=1, categories=[TaskCategory.PRICE])[0]
     link = task.intents[0].link_no
-    room = room_bindings(task)
+    from core.episode.live_room import LiveRoomWorld
+    from core.sim.surface import HarnessSurface
+
+    harness = chat_harness()
+    room = LiveRoomWorld().bindings(task, harness, HarnessSurface(harness))
     assert "sim.get_product_by_link" in room.names  # the sim bindings are registered
     turns = [
         AssistantTurn(tool_calls=[ToolCall(name="load_skill", arguments={"name": "product-qa"})]),

@@ -45,6 +45,9 @@ from core.sim.expect import ROOM_SPEC, CallSpec, plan_task
 from core.sim.faults import RETRYABLE
 from core.sim.models import Catalog, Task
 from core.sim.reply import Composer, reply_limits
+from core.sim.room import (
+    room_bindings as room_bindings,
+)  # defined there; older callers import it here
 from core.sim.surface import (
     B_ROOM,
     HarnessSurface,
