@@ -30,7 +30,8 @@ from tests.studio_helpers import idle, open_studio, shut, wait_until
 
 @pytest.fixture
 def studio(qapp, hat_home: Path):  # type: ignore[no-untyped-def]
-    win = open_studio(hat_home, busy_timeout=0.3, size=(1440, 900))
+    # the product's lock wait: items are written from worker threads while the page reads
+    win = open_studio(hat_home, size=(1440, 900))
     yield win
     shut(win, timeout=300)
 

@@ -220,6 +220,17 @@ async def _open_own_world(
     return None
 
 
+def _follow_restart(ctx: ItemContext) -> None:
+    """Point the run's client at the restarted server: a restart takes a new port when the
+    old one is still held (a killed server's socket lingers), and the items run again must
+    not knock on the old one."""
+    server, client = ctx.server, ctx.client
+    if server is None or client is None or server.managed is None:
+        return
+    if getattr(client, "base_url", server.base_url) != server.base_url:
+        ctx.client = _openai_client(ctx.request, server.base_url, server.managed.model_id)
+
+
 def _openai_client(request: EvalRequest, url: str, model_id: str) -> Any:
     from core.serving.client import GenerationOptions, OpenAIChatClient
 
@@ -273,6 +284,7 @@ async def _drive(
                 return
             outcome = await run_item(ctx, item)
             if outcome.retry:
+                _follow_restart(ctx)
                 outcome = await run_item(ctx, item)
                 if outcome.retry:  # restarted and died again within one item
                     outcome.retry = False

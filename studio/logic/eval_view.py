@@ -39,7 +39,11 @@ SUITE_CHOICES: tuple[tuple[str, str, str], ...] = (
     ("robustness", "Robustness", "faults and distractor tools"),
     ("ifeval", "IFEval", "instruction following, official checkers"),
     ("tasks", "Your tasks", "a task file (JSONL): its test split under the harness version"),
-    ("hv-tasks", "HV: your tasks", "the task file's test split under held-out HSA variants"),
+    (
+        "hv-tasks",
+        "HV: tasks",
+        "Harness-Variant QA of your tasks: the task file's test split under held-out variants",
+    ),
 )
 TASK_FILE_SUITES = ("tasks", "hv-tasks")
 """The suites that play a task file (the form's task-file field serves both)."""
