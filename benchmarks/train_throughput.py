@@ -1,22 +1,33 @@
-"""SFT training throughput on this machine: tokens/s and achieved FLOP/s against a bf16 GEMM.
+"""SFT training throughput of the product's own stage child, before and after, in one run.
 
-    python benchmarks/train_throughput.py [--tokens 700] [--steps 4] [--out result.json]
+    python benchmarks/train_throughput.py [--profile cpu] [--steps 12] [--only NAME ...]
+        [--out result.json]
 
-Why: a CPU replication is bought in tokens, so the question is how close one optimizer step
-gets to what the machine's matrix units can do. Each configuration trains the demo model
-(SmolLM2-135M-Instruct) for `--steps` timed steps (after one warm-up step) on rows of
-`--tokens` tokens, the loop `training/sft.py` runs inside TRL (forward, backward, AdamW step):
+Why: a CPU replication is bought in tokens, so what counts is the tokens per second of the
+SFT child the replication really launches (`core.train.runs.prepare/start/watch`: the child's
+environment, TRL's SFTTrainer, the event callback), on the rows it really trains on — not a
+toy loop. So this script:
 
-- precision fp32 / bf16 (autocast, as TrainingArguments(bf16=True) does on CPU),
-- LoRA r16 on all linear layers (4 x params FLOPs a token) / full fine-tune (6 x),
-- batch 1 (no padding: SDPA takes its causal flash path, no attention matrix) / batch 2 with
-  an attention mask (the padded path),
-- gradient checkpointing on / off.
+1. writes the profile's HAT rows (`hat experiment replicate --until data` in a scratch home:
+   the oracle teacher, the profile's harness, K train-bank variants per task);
+2. runs the profile's HSA-SFT config for `--steps` optimizer steps once per variant below, each
+   a fresh child (`HAT_HOME` a scratch folder; the demo model registered there);
+3. reads each run's events: tokens/s per optimizer step as the callback logs it (TRL's token
+   count over the wall time between two logs), the median over steps 2.. (step 1 holds the
+   warm-up, and the compile when there is one), and the time from launch to the end of step 1;
+4. sets them against a bf16 GEMM (2048^3, this process, all cores) measured in the same run:
+   achieved FLOP/s = 4 x parameters x tokens/s (LoRA: no weight gradients for the base), a
+   nominal figure (the sliced loss does less LM-head work per token than that counts).
 
-The ceiling is a bf16 (and fp32) GEMM of 2048^3 in the same process, same threads, measured
-just before. Reported per configuration: s/step, tokens/s, achieved FLOP/s = k x params x
-tokens/s (k = 4 LoRA, 6 full), and that over the GEMM's FLOP/s; and peak RSS for a
-`--long` row (4096 tokens, the case that was OOM-killed at batch 2 on a 24 GB machine).
+Variants (`--only` picks some; the first is the reference of the ratios):
+
+- `trl-head`: TRL's fused LM head, one process (the stage before the sliced loss);
+- `sliced`: the sliced LM-head loss (training/fast_sft.py), one process;
+- `sliced-compiled`: the same with the decoder compiled (`compile: true`);
+- `sliced-2proc`: the sliced loss, two DDP processes over gloo with one thread each
+  (`launch.num_processes: 2`; per-device batch 1, so an optimizer step is 2 x accumulation
+  rows: the tokens/s compare, the steps do not).
+
 Results and the command go to docs/benchmarks.md ("Training throughput").
 """
 
@@ -25,20 +36,32 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
+import platform
+import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+VARIANTS: dict[str, dict[str, Any]] = {
+    "trl-head": {"lm_head_loss": "trl"},
+    "sliced": {"lm_head_loss": "sliced"},
+    "sliced-compiled": {"lm_head_loss": "sliced", "compile": True},
+    "sliced-2proc": {
+        "lm_head_loss": "sliced",
+        "launch": {"num_processes": 2, "device": "cpu"},
+    },
+}
 
-def gemm_flops(dtype: Any, n: int = 2048, repeats: int = 5) -> float:
+
+def gemm_flops(n: int = 2048, repeats: int = 5) -> float:
     import torch
 
-    a = torch.randn(n, n, dtype=dtype)
-    b = torch.randn(n, n, dtype=dtype)
+    a = torch.randn(n, n, dtype=torch.bfloat16)
+    b = torch.randn(n, n, dtype=torch.bfloat16)
     torch.mm(a, b)
     best = float("inf")
     for _ in range(repeats):
@@ -48,123 +71,114 @@ def gemm_flops(dtype: Any, n: int = 2048, repeats: int = 5) -> float:
     return 2 * n**3 / best
 
 
-def model_folder() -> str:
-    env = os.environ.get("HAT_BENCH_MODEL")
-    if env:
-        return env
-    from core.models import get
-    from core.paths import database_path
+def make_rows(home: Path, profile: str) -> Path:
+    """The profile's HAT rows, written as the replication writes them."""
+    from typer.testing import CliRunner
+
+    from core.cli.main import app
+
+    out = home / "replication"
+    result = CliRunner().invoke(
+        app, ["experiment", "replicate", "--profile", profile, "--out", str(out), "--until", "data"]
+    )
+    if result.exit_code != 0:
+        raise SystemExit(result.output)
+    state = json.loads((out / "state.json").read_text())
+    return Path(state["steps"]["data"]["files"]["hat"])
+
+
+def run_variant(name: str, spec: dict[str, Any], rows: Path, profile: str, steps: int) -> dict:
+    from core.experiment.profiles import load_profile
+    from core.models import add_demo
     from core.store import Store
+    from core.train.config import detect_environment
+    from core.train.events import events_path, read_events
+    from core.train.runs import prepare, start, watch
 
-    store = Store.open(database_path())
-    return str(get(store, "smollm2-135m-instruct").location)
-
-
-def run_config(
-    folder: str, *, precision: str, method: str, batch: int, tokens: int, steps: int,
-    checkpointing: bool,
-) -> dict[str, Any]:  # fmt: skip
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-    params = sum(p.numel() for p in model.parameters())
-    if method == "lora":
-        from peft import LoraConfig, get_peft_model
-
-        model = get_peft_model(
-            model,
-            LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"),
+    base = load_profile(profile).hat.sft
+    launch = base.launch.model_copy(update=spec.get("launch", {}))
+    update = {k: v for k, v in spec.items() if k != "launch"}
+    with Store.open() as store:
+        record, _ = add_demo(store)
+        config = base.model_copy(
+            update={
+                **update,
+                "launch": launch,
+                "model": record.name,
+                "data": [str(rows)],
+                "max_steps": steps,
+                "save_steps": 10_000,
+                "logging_steps": 1,
+                "merge": False,
+                "output_name": f"bench-{name}",
+            }
         )
-    if checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        if method == "lora":
-            model.enable_input_require_grads()
-    model.train()
-    optim = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
-    gen = torch.Generator().manual_seed(0)
-    ids = torch.randint(100, 40000, (batch, tokens), generator=gen)
-    kwargs: dict[str, Any] = {"input_ids": ids, "labels": ids}
-    if batch > 1:
-        mask = torch.ones_like(ids)
-        mask[1:, tokens - tokens // 4 :] = 0  # a shorter second row: the padded path
-        kwargs["attention_mask"] = mask
-    times = []
-    for i in range(steps + 1):
-        t0 = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
-            loss = model(**kwargs).loss
-        loss.backward()
-        optim.step()
-        optim.zero_grad(set_to_none=True)
-        if i:
-            times.append(time.perf_counter() - t0)
-    step_s = sorted(times)[len(times) // 2]
-    tok_s = batch * tokens / step_s
-    k = 4 if method == "lora" else 6
+        run = prepare(store, config, detect_environment())
+        started = time.time()
+        proc = start(store, run.id)
+        run = watch(store, run.id, proc)
+    if run.status != "done":
+        raise SystemExit(f"{name}: the stage ended {run.status}: {run.reason}")
+    events = read_events(events_path(Path(run.run_dir)))[0]
+    logs = [e for e in events if e["event"] == "log" and e.get("tokens_per_s")]
+    rates = [float(e["tokens_per_s"]) for e in logs]
+    first = next((e["time"] for e in logs), started) - started
     return {
-        "precision": precision, "method": method, "batch": batch, "tokens": tokens,
-        "checkpointing": checkpointing, "step_s": round(step_s, 3), "tokens_per_s": round(tok_s, 1),
-        "flops": k * params * tok_s, "params": params,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-    }  # fmt: skip
+        "variant": name,
+        "settings": spec,
+        "tokens_per_s": round(statistics.median(rates[1:] or rates), 1),
+        "per_step": rates,
+        "first_step_s": round(first, 1),
+        "losses": [e.get("loss") for e in logs],
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tokens", type=int, default=700)
-    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--profile", default="cpu")
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--only", nargs="*", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--one", help="internal: run one configuration (JSON) and print it")
     args = parser.parse_args()
-    if args.one:
-        spec = json.loads(args.one)
-        print(json.dumps(run_config(spec.pop("folder"), **spec)))
-        return
-    import subprocess
-
+    home = Path(tempfile.mkdtemp(prefix="hat-tt-"))
+    os.environ["HAT_HOME"] = str(home)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    load = os.getloadavg()
+    rows = make_rows(home, args.profile)
     import torch
 
-    folder = model_folder()
-    ceiling = {"bf16": gemm_flops(torch.bfloat16), "fp32": gemm_flops(torch.float32)}
-    print(f"threads {torch.get_num_threads()}; GEMM 2048^3: bf16 {ceiling['bf16'] / 1e9:.0f} "
-          f"GFLOP/s, fp32 {ceiling['fp32'] / 1e9:.0f} GFLOP/s")  # fmt: skip
-    configs = [
-        {"precision": "fp32", "method": "lora", "batch": 2, "checkpointing": True},
-        {"precision": "bf16", "method": "lora", "batch": 2, "checkpointing": True},
-        {"precision": "bf16", "method": "lora", "batch": 2, "checkpointing": False},
-        {"precision": "bf16", "method": "lora", "batch": 1, "checkpointing": False},
-        {"precision": "bf16", "method": "full", "batch": 1, "checkpointing": False},
-        {"precision": "fp32", "method": "full", "batch": 1, "checkpointing": False},
-    ]
-    rows = []
-    for spec in configs:
-        one = {**spec, "folder": folder, "tokens": args.tokens, "steps": args.steps}
-        # Each configuration in a fresh process: peak RSS is its own, no allocator history.
-        out = subprocess.run(
-            [sys.executable, __file__, "--one", json.dumps(one)],
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
-        row = json.loads(out.stdout.strip().splitlines()[-1])
-        row["of_gemm"] = round(row["flops"] / ceiling[row["precision"]], 3)
-        rows.append(row)
-        print(f"{row['precision']} {row['method']:4} batch {row['batch']} ckpt "
-              f"{'on ' if row['checkpointing'] else 'off'}: {row['step_s']:.2f} s/step, "
-              f"{row['tokens_per_s']:.0f} tok/s, {row['flops'] / 1e9:.0f} GFLOP/s = "
-              f"{row['of_gemm']:.2f} of GEMM, peak RSS {row['peak_rss_mb']} MB")  # fmt: skip
-    long = {"precision": "bf16", "method": "lora", "batch": 2, "checkpointing": False,
-            "folder": folder, "tokens": 4096, "steps": 1}  # fmt: skip
-    out = subprocess.run(
-        [sys.executable, __file__, "--one", json.dumps(long)], capture_output=True, text=True
-    )
-    if out.returncode == 0:
-        row = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"long row (batch 2 x 4096, bf16 LoRA, no checkpointing): {row['step_s']:.1f} s, "
-              f"peak RSS {row['peak_rss_mb']} MB")  # fmt: skip
-        rows.append({**row, "long": True})
-    else:
-        print(f"long row failed (rc {out.returncode}): {out.stderr.strip()[-300:]}")
-    result = {"ceiling_flops": ceiling, "rows": rows, "load": os.getloadavg()}
+    from core.experiment.profiles import load_profile
+    from core.models import add_demo
+    from core.store import Store
+
+    with Store.open() as store:
+        folder = add_demo(store)[0].location
+    from transformers import AutoModelForCausalLM
+
+    params = sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(folder).parameters())
+    ceiling = gemm_flops()
+    print(f"{torch.get_num_threads()} threads; bf16 GEMM 2048^3: {ceiling / 1e9:.0f} GFLOP/s; "
+          f"load at start {load[0]:.2f}; rows {rows}")  # fmt: skip
+    results = []
+    for name in args.only:
+        row = run_variant(name, VARIANTS[name], rows, args.profile, args.steps)
+        row["gflops"] = round(4 * params * row["tokens_per_s"] / 1e9, 1)
+        row["of_gemm"] = round(4 * params * row["tokens_per_s"] / ceiling, 3)
+        row["vs_first"] = round(row["tokens_per_s"] / max(results[0]["tokens_per_s"], 1e-9), 2) \
+            if results else 1.0  # fmt: skip
+        results.append(row)
+        print(f"{name:16} {row['tokens_per_s']:7.1f} tokens/s  x{row['vs_first']:.2f}  "
+              f"{row['gflops']} GFLOP/s = {row['of_gemm']} of GEMM  "
+              f"first step at {row['first_step_s']:.0f} s")  # fmt: skip
+    result = {
+        "profile": load_profile(args.profile).name,
+        "steps": args.steps,
+        "gemm_flops": ceiling,
+        "load_at_start": load,
+        "load_at_end": os.getloadavg(),
+        "machine": {"cpu": platform.processor(), "cpus": os.cpu_count()},
+        "rows": results,
+    }
     if args.out:
         args.out.write_text(json.dumps(result, indent=2), encoding="utf-8")
 

@@ -117,9 +117,10 @@ def run(config: SftConfig, ctx: StageContext) -> str:
     loaded = load_sft_rows(config.data, max_rows=config.max_rows)  # fails fast, before torch
     ctx.info(**loaded.summary())
 
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig
 
     from training.common import load_tokenizer
+    from training.fast_sft import compile_decoder, fast_sft_trainer
 
     assert config.model is not None
     device = resolve_device(config)
@@ -143,7 +144,7 @@ def run(config: SftConfig, ctx: StageContext) -> str:
         dataset_num_proc=None,
     )
     callback = make_callback(ctx.writer, ctx.run_dir, resume=ctx.resume)
-    trainer = SFTTrainer(
+    trainer = fast_sft_trainer()(
         model=model,
         args=args,
         train_dataset=dataset,
@@ -151,6 +152,9 @@ def run(config: SftConfig, ctx: StageContext) -> str:
         peft_config=peft_config,
         callbacks=[callback],
     )
+    trainer.hat_lm_head_loss = config.lm_head_loss
+    if config.compile:
+        ctx.info(compile=compile_decoder(trainer.model))
     outcome = ctx.train(trainer, callback)
     ctx.save(trainer, config, tokenizer, outcome)
     return outcome

@@ -228,6 +228,18 @@ class SftConfig(StageBase):
     system_prompt: SystemPrompt = Field(default="full", description=_SYSTEM_PROMPT_HELP)
     max_rows: int | None = Field(default=None, ge=1, description="Use only the first N rows.")
     packing: bool = Field(default=False, description="Pack rows into max_length blocks.")
+    lm_head_loss: Literal["sliced", "trl"] = Field(
+        default="sliced",
+        description="sliced: only the trained (assistant) positions go through the LM head, "
+        "1.6x the tokens/s of TRL's head on a 2-core CPU; trl: TRL's fused head, every "
+        "position in tiles (memory-lean on a GPU with Triton; logs entropy).",
+    )
+    compile: bool = Field(
+        default=False,
+        description="Compile the model's decoder with torch.compile (dynamic shapes): about 2x "
+        "the tokens/s on a 2-core CPU after a one-time compile (~4.5 min there, ~1.5 min when "
+        "the compiler's cache has it); where compiling fails the model runs uncompiled.",
+    )
     balance_categories: bool = Field(
         default=False,
         description="Repeat rows of smaller categories until every category has as many rows "

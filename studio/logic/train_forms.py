@@ -34,7 +34,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "tasks per_category task_seed harness sampler turn groups",
         "Optimisation": "max_steps epochs per_device_batch_size global_batch_size "
         "gradient_accumulation_steps learning_rate lr_scheduler warmup_ratio weight_decay "
-        "max_grad_norm seed precision gradient_checkpointing",
+        "max_grad_norm seed precision gradient_checkpointing lm_head_loss compile",
         "Generation": "num_generations max_completion_length temperature beta fault_rate "
         "length_budget multi_objective_aggregation importance_sampling_level use_vllm vllm_mode",
         "Saving and logging": "logging_steps save_steps save_total_limit",
