@@ -239,3 +239,81 @@ def argument_errors(schema: dict[str, Any], arguments: dict[str, Any]) -> list[s
         where = ".".join(str(p) for p in err.absolute_path)
         errors.append(f"{where}: {err.message}" if where else err.message)
     return errors
+
+
+MAX_LISTED_PARAMETERS = 8
+"""How many parameters a rejected call's "takes:" list names (required ones first)."""
+MAX_LISTED_NAME = 48
+"""Longer parameter names are cut in that list (a schema is untrusted input)."""
+
+
+def _type_text(schema: Any) -> str:
+    """A parameter's JSON type in a few characters: `integer`, `string|null`,
+    `array of integer`; `any` when the schema names none."""
+    if not isinstance(schema, dict):
+        return "any"
+    kind = schema.get("type")
+    if isinstance(kind, list) and all(isinstance(k, str) for k in kind) and kind:
+        text = "|".join(kind)
+    elif isinstance(kind, str):
+        text = kind
+    elif "enum" in schema or "const" in schema:
+        values = schema.get("enum", [schema.get("const")])
+        kinds = sorted({type(v).__name__ for v in values}) if isinstance(values, list) else []
+        names = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
+        text = "|".join(names.get(k, "any") for k in kinds) or "any"
+    else:
+        text = "any"
+    items = schema.get("items")
+    if text == "array" and isinstance(items, dict) and isinstance(items.get("type"), str):
+        text = f"array of {items['type']}"
+    return text[:40]
+
+
+def _cut(name: str) -> str:
+    return name if len(name) <= MAX_LISTED_NAME else name[: MAX_LISTED_NAME - 1] + "…"
+
+
+def parameter_summary(schema: dict[str, Any], *, limit: int = MAX_LISTED_PARAMETERS) -> str:
+    """What a tool takes, in one short line: `pqz_12f (integer, required), color (string)`,
+    in the schema's order; past `limit` parameters the required ones are kept first and the
+    rest counted (`... and 3 more`)."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict) or not props:
+        return "no parameters"
+    listed = schema.get("required")
+    required = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
+    names = [str(n) for n in props]
+    chosen = [n for n in names if n in required] + [n for n in names if n not in required]
+    shown = set(chosen[:limit])
+    parts = []
+    for name in names:
+        if name not in shown:
+            continue
+        flag = ", required" if name in required else ""
+        parts.append(f"{_cut(name)} ({_type_text(props[name])}{flag})")
+    more = len(names) - len(shown)
+    if more:
+        parts.append(f"... and {more} more")
+    return ", ".join(parts)
+
+
+def invalid_arguments_message(
+    tool: str, schema: dict[str, Any], arguments: dict[str, Any], problems: list[str]
+) -> str:
+    """The agent loop's rejection of a call whose arguments fail the tool's schema: the
+    schema's problem lines (`argument_errors`), each argument name the tool does not have
+    (where the schema itself did not already say so), and, when a name is wrong or missing,
+    what the tool takes (`parameter_summary`), so the model can write the call again."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    known = props if isinstance(props, dict) else {}
+    lines = list(problems)
+    unknown = [k for k in arguments if k not in known] if isinstance(arguments, dict) else []
+    for name in unknown:
+        flagged = any(f"{name!r}" in p and "unexpected" in p for p in problems)
+        if not flagged:
+            lines.append(f"{_cut(name)!r} is not a parameter of {tool}")
+    missing = any(p.endswith("is a required property") for p in problems)
+    if unknown or missing:
+        lines.append(f"{tool} takes: {parameter_summary(schema)}")
+    return f"invalid arguments for {tool}: " + "; ".join(lines)

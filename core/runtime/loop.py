@@ -9,10 +9,12 @@ trained is exactly what is served. One request:
    `<tool_call>{json}</tool_call>` blocks in the text; `native`: the reply's tool calls).
    - Tool calls run in order. The skill loader (`settings.load_skill_tool`) returns the skill's
      body, or an error listing the available skills. A harness tool: unknown -> error; arguments
-     checked against its schema -> error, not run; before_tool hooks (a block: not run, the
-     reminder is the tool's error); the binding (ToolError -> its kind; any other exception ->
-     kind `error`); after_tool hooks on a successful result (a block replaces the result with
-     the reminder). Tool hooks do not run on the built-in skill loader.
+     checked against its schema -> error, not run (a wrong or missing name: the error also
+     says what the tool takes, core/harness/schema.py `invalid_arguments_message`);
+     before_tool hooks (a block: not run, the reminder is the tool's error); the binding
+     (ToolError -> its kind; any other exception -> kind `error`); after_tool hooks on a
+     successful result (a block replaces the result with the reminder). Tool hooks do not run
+     on the built-in skill loader.
    - `prompt` protocol: an output with any unparseable `<tool_call>` block runs none of its
      calls (all or nothing, so a half-run output never leaves the model unsure what happened);
      the parse errors go back as a user message asking for the calls again, and the turn counts.
@@ -59,7 +61,7 @@ from typing import Any
 
 from core.harness.models import Harness, Hook, HookEvent, ToolProtocol
 from core.harness.render import parse_tool_calls, render_system_prompt, tool_specs
-from core.harness.schema import argument_errors
+from core.harness.schema import argument_errors, invalid_arguments_message
 from core.runtime.bindings import Bindings, ToolContext, ToolError, ToolErrorKind
 from core.runtime.client import ChatClient, DeltaCallback, Message, ModelError, ModelReply
 from core.runtime.hooks import HookInput, render_reminder, run_hook
@@ -383,7 +385,9 @@ class _Request:
             return self._tool_failed(call, call_id, ToolErrorKind.UNKNOWN_TOOL, message), False
         problems = argument_errors(tool.parameters, call.arguments)
         if problems:
-            message = f"invalid arguments for {call.name}: " + "; ".join(problems)
+            message = invalid_arguments_message(
+                call.name, tool.parameters, call.arguments, problems
+            )
             return self._tool_failed(call, call_id, ToolErrorKind.INVALID_ARGUMENTS, message), False
 
         before = self._hook_input(HookEvent.BEFORE_TOOL, tool=call.name, arguments=call.arguments)
