@@ -15,6 +15,13 @@ rename) is recorded with its reason in `Variant.skipped`, and a not-yet-used tra
 same dimension (light and medium: of any dimension) takes its slot, so a strength means the
 same amount of change on most harnesses. Dimensions with no registered transform are ignored.
 
+Parameter renames, train bank: in `PARAM_RENAME_SHARE` of the seeds (half) a plan without a
+parameter rename gets one (`tool_param_rename_random` / `_semantic`) at the head of one of its
+slots, a tool_schemas slot where there is one, so the variant keeps its size and spread. Tool
+parameters are renamed by name across the harness and nearly every gold passes `link_no`:
+without this, ~12 % of train variants' gold calls carried a renamed parameter, and a model
+learnt the original names by heart. The held-out bank draws as before.
+
 Determinism: the selection draws from `random.Random("hsa:<bank>:<strength>:<dims>:<seed>")`
 and each transform from its own `random.Random("<seed>:<transform name>")`, so the same
 (harness, policy, seed) always gives the same variant, and leaving a transform out (augment
@@ -175,7 +182,42 @@ def plan(policy: Policy, seed: int, exclude: Iterable[str] = ()) -> list[list[Tr
             same = [s for s in spare if s.dimension is t.dimension]
             slots.append([t, *same, *[s for s in spare if s not in same]])
     order = rng.sample(range(len(slots)), len(slots))
-    return [slots[i] for i in order]
+    return _param_renames_first(policy, seed, [slots[i] for i in order], pools)
+
+
+PARAM_RENAMES = ("tool_param_rename_random", "tool_param_rename_semantic")
+"""The transforms that rename tool parameters (dimension tool_schemas)."""
+
+PARAM_RENAME_SHARE: dict[BankName, float] = {BankName.TRAIN: 0.5, BankName.HELDOUT: 0.0}
+"""Per bank: the share of variants in which a parameter rename is put at the head of a slot
+when the drawn plan has none (module doc). Train only: a model that sees a tool's parameters
+under their original names in nearly every row learns the names by heart instead of reading
+them from the schema. The held-out bank (Harness-Variant QA) keeps the plain draw, so its
+variants and scores stay comparable with earlier reports."""
+
+
+def _param_renames_first(
+    policy: Policy, seed: int, slots: list[list[Transform]], pools: dict[Dimension, list[Transform]]
+) -> list[list[Transform]]:
+    """`slots` with a parameter rename at the head of one slot, in `PARAM_RENAME_SHARE` of the
+    seeds; drawn from its own `random.Random("params:<policy prefix><seed>")` after the plan, so
+    a seed whose coin says no (and every held-out seed) keeps exactly the plan it had. The slot
+    taken is a tool_schemas one where there is one, else any one: a variant's size and the
+    number of dimensions it touches stay as its strength says. The transform it replaces
+    stays in the slot as a stand-in (a harness with no parameters to rename skips to it)."""
+    share = PARAM_RENAME_SHARE.get(policy.bank, 0.0)
+    renames = [t for t in pools.get(Dimension.TOOL_SCHEMAS, []) if t.name in PARAM_RENAMES]
+    if share <= 0 or not renames or not slots:
+        return slots
+    rng = random.Random(f"params:{policy._rng_prefix}{seed}")
+    if rng.random() >= share or any(slot[0] in renames for slot in slots):
+        return slots
+    first = rng.sample(renames, len(renames))
+    same = [i for i, slot in enumerate(slots) if slot[0].dimension is Dimension.TOOL_SCHEMAS]
+    index = rng.choice(same or list(range(len(slots))))
+    out = list(slots)
+    out[index] = [*first, *(t for t in slots[index] if t not in first)]
+    return out
 
 
 def sample_variant(
