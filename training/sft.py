@@ -15,7 +15,10 @@ prefix-preserving (a rendered prefix is not a prefix of the whole) drops that ro
 The rows go to SFTTrainer pre-tokenized (`input_ids` + `assistant_masks`); TRL builds the
 labels (-100 outside the mask), truncates to `max_length` and drops rows left without loss.
 When the template has generation markers (or TRL can patch it), TRL's own
-`assistant_only_loss` is used instead.
+`assistant_only_loss` is used instead, unless a row holds an assistant message marked
+`"train": false` (a recovery row's mistaken call, core/datagen/recovery.py): TRL would train
+on it, so the mask is built here then, with no span for such a message. (`loss_on: all`
+trains on every token, marked messages included.)
 """
 
 from __future__ import annotations
@@ -28,14 +31,26 @@ from core.train.data import DataError, balance_rows, chat_row, load_sft_rows, ro
 from training.common import StageContext, make_callback, resolve_device, student, trainer_kwargs
 
 
+def untrained(message: dict[str, Any]) -> bool:
+    """A message the row marks `"train": false` (a recovery row's mistaken call)."""
+    return message.get("train") is False
+
+
+def has_untrained(chats: list[dict[str, Any]]) -> bool:
+    return any(untrained(m) for chat in chats for m in chat["messages"])
+
+
 def assistant_spans(
     tokenizer: Any, messages: list[dict[str, Any]], **kw: Any
 ) -> tuple[str, list[tuple[int, int]]]:
-    """(rendered text, [(start, end) character span of each assistant message])."""
+    """(rendered text, [(start, end) character span of each assistant message to train on]):
+    assistant messages marked `"train": false` get no span (the mark is not rendered)."""
+    marked = [untrained(m) for m in messages]
+    messages = [{k: v for k, v in m.items() if k != "train"} for m in messages]
     text = tokenizer.apply_chat_template(messages, tokenize=False, **kw)
     spans = []
     for index, message in enumerate(messages):
-        if message["role"] != "assistant":
+        if message["role"] != "assistant" or marked[index]:
             continue
         before = tokenizer.apply_chat_template(
             messages[:index], tokenize=False, add_generation_prompt=True, **kw
@@ -87,7 +102,7 @@ def build_dataset(
     chats = [chat_row(r, system_prompt=config.system_prompt) for r in rows]
     if config.loss_on == "all":
         return Dataset.from_list(chats), {"mask": "none (loss on every token)"}
-    if trl_can_mask(tokenizer):
+    if trl_can_mask(tokenizer) and not has_untrained(chats):
         return Dataset.from_list(chats), {"mask": "trl assistant_only_loss"}
     dropped: Counter[str] = Counter()
     tokenized = []

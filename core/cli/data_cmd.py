@@ -118,6 +118,16 @@ def generate(
         float,
         typer.Option("--keep-whole", min=0.0, max=1.0, help="Hook-retry rows kept unpruned."),
     ] = 0.1,
+    recovery: Annotated[
+        float,
+        typer.Option(
+            "--recovery",
+            min=0.0,
+            max=1.0,
+            help="Oracle: share of variant jobs renaming a parameter the gold passes that are "
+            "played as recovery rows (old name rejected, then the right call).",
+        ),
+    ] = 0.25,
     min_effectiveness: Annotated[float, typer.Option("--min-effectiveness")] = 0.5,
     rejects: Annotated[
         Path | None, typer.Option("--rejects", help="Rejected jobs (default <out>.rejects.jsonl).")
@@ -198,6 +208,7 @@ def generate(
         job_seed=seed,
         concurrency=concurrency,
         keep_whole_fraction=keep_whole,
+        recovery_fraction=recovery,
         min_effectiveness=min_effectiveness,
         retry_rejects=retry_rejects,
         job_timeout_s=job_timeout,
@@ -245,6 +256,10 @@ def generate(
         f"{data['skipped']} already done) in {data['elapsed_s']:.1f} s "
         f"({data['rows_per_s']:.0f} rows/s)"
     )
+    if data["recovery"]:
+        console.print(
+            f"{data['recovery']} recovery rows (a renamed parameter's old name, then the fix)"
+        )
     if data["reasons"]:
         console.print("rejected: " + json.dumps(data["reasons"]), markup=False)
     failed = summary.failed(oracle=chosen.gold)

@@ -11,7 +11,8 @@ from core.datagen.generate import (
     job_key,
     run_job,
 )
-from core.datagen.rows import failed_turns, is_hook_retry, keep_whole, prune
+from core.datagen.recovery import RecoveryClient, recovery_coin, renamed_params
+from core.datagen.rows import failed_turns, is_hook_retry, keep_whole, prune, whole
 from core.datagen.teacher import ORACLE, OpenAITeacher, TeacherSpec
 from core.datagen.variants import (
     SAMPLERS,
@@ -32,6 +33,7 @@ __all__ = [
     "HarnessVariant",
     "JobResult",
     "OpenAITeacher",
+    "RecoveryClient",
     "Teacher",
     "TeacherSpec",
     "VariantSampler",
@@ -44,8 +46,11 @@ __all__ = [
     "job_key",
     "keep_whole",
     "prune",
+    "recovery_coin",
     "register_sampler",
+    "renamed_params",
     "run_job",
     "variant_seed",
     "variants_for",
+    "whole",
 ]

@@ -10,6 +10,11 @@ see variants.py) one *job* runs the real agent loop with the teacher in a fresh 
 - **kept** (accuracy == 1 and effectiveness >= `min_effectiveness`, default 0.5) -> `out`;
   hook-retry trajectories are pruned to the final correct behaviour (rows.py) except a seeded
   fraction `keep_whole_fraction` (default 10 %) kept whole;
+- **recovery** (oracle teacher, recovery.py): a seeded share `recovery_fraction` (default
+  25 %) of the variant jobs whose variant renames a parameter the gold passes play the first
+  such call with the original parameter names, get the loop's rejection and make the right
+  call; the mistaken assistant message is kept marked `"train": false`, the row graded as
+  played (the rejected call is its intended content) and marked `"recovery": true`;
 - **rejected** -> `rejects` (default `<out>.rejects.jsonl`) with the reasons: the trace status
   and its reason (model_error for HTTP failures, max_turns for endless tool loops,
   retry_budget_exhausted...) and every failing grader's reasons. A teacher that crashes, hangs
@@ -23,9 +28,11 @@ Row (one JSON object per line, keys sorted):
                     "teacher": {"kind", "model"?, "url"?, "temperature"?},
                     "job_seed": int, "generator": "hat-datagen/1"},
      "grades": Grades (scores and reasons per grader),
-     "status": "ok", "hook_retry": bool, "kept_whole": bool, "pruned_turns": int,
+     "status": "ok", "hook_retry": bool, "kept_whole": bool, "recovery": bool,
+     "pruned_turns": int,
      "messages": OpenAI chat messages (system prompt, viewer message, assistant turns, tool
-                 results as the harness's protocol renders them, final reply),
+                 results as the harness's protocol renders them, final reply; an assistant
+                 message SFT must not train on carries "train": false),
      "tools": OpenAI tool list of the variant (skill loader first),
      "tool_protocol": "prompt" | "native",
      "trajectory": Trajectory (the assistant turns alone)}
@@ -51,13 +58,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from core.datagen.rows import is_hook_retry, keep_whole, prune
+from core.datagen.recovery import (
+    RecoveryClient,
+    played_as_planned,
+    recovery_coin,
+    renamed_params,
+)
+from core.datagen.rows import failed_turns, keep_whole, prune, whole
 from core.datagen.teacher import ORACLE, TeacherSpec
 from core.datagen.variants import HarnessVariant, VariantSampler, variants_for
 from core.episode.live_room import LiveRoomWorld
 from core.episode.play import play
-from core.episode.world import GoldUnavailable, World, surface_of
-from core.harness.models import Harness
+from core.episode.world import GoldRun, GoldUnavailable, World, surface_of
+from core.harness.models import Harness, ToolProtocol
 from core.harness.render import tool_specs
 from core.runtime.client import ChatClient
 from core.runtime.trace import Trace
@@ -110,6 +123,9 @@ class GenerateConfig:
     job_seed: int = 0
     concurrency: int = 4
     keep_whole_fraction: float = 0.1
+    recovery_fraction: float = 0.25
+    """Oracle teacher: the seeded share of variant jobs played as a recovery (recovery.py)
+    when the variant renames a parameter the gold passes."""
     min_effectiveness: float = 0.5
     retry_rejects: bool = False
     """Resume: run again the jobs that were rejected before."""
@@ -138,6 +154,8 @@ class GenerateSummary:
     elapsed_s: float = 0.0
     hook_retry: int = 0
     kept_whole: int = 0
+    recovery: int = 0
+    """Rows kept as recovery rows (recovery.py)."""
     reasons: Counter[str] = field(default_factory=Counter)
     """Rejections by their first reason's kind."""
     examples: dict[str, str] = field(default_factory=dict)
@@ -164,6 +182,7 @@ class GenerateSummary:
             "rows_per_s": round(self.rows_per_s, 1),
             "hook_retry": self.hook_retry,
             "kept_whole": self.kept_whole,
+            "recovery": self.recovery,
             "reasons": dict(self.reasons.most_common()),
         }
 
@@ -223,6 +242,7 @@ class JobResult:
     hook_retry: bool = False
     kept_whole: bool = False
     reason_kind: str | None = None
+    recovery: bool = False
 
 
 async def run_job(
@@ -252,6 +272,7 @@ async def run_job(
             "generator": GENERATOR,
         },
     }
+    recovery: RecoveryClient | None = None
     try:
         if teacher.gold:
             try:
@@ -260,16 +281,29 @@ async def run_job(
                 return _rejected(base, "unplayable", [str(exc)])
             harness, surface, client = gold.harness, gold.surface, gold.client
             base["provenance"]["variant"] = gold.variant.provenance()
+            recovery = _recovery_client(gold, key, config)
         else:
             harness = world.harness_for(task, variant.harness)
             surface = surface_of(variant, harness)
             client = teacher.client_for(task, variant, harness)
-        episode = await asyncio.wait_for(
-            play(task, harness, client, world, surface=surface, request_id=key, retry_crashed=True),
-            config.job_timeout_s,
-        )
-        trace, grades = episode.trace, episode.grades
-        assert grades is not None
+
+        async def run(client: ChatClient) -> tuple[Trace, Grades]:
+            episode = await asyncio.wait_for(
+                play(
+                    task, harness, client, world, surface=surface, request_id=key,
+                    retry_crashed=True,
+                ),
+                config.job_timeout_s,
+            )  # fmt: skip
+            assert episode.grades is not None
+            return episode.trace, episode.grades
+
+        trace, grades = await run(recovery or client)
+        if recovery is not None and recovery.mistake is not None:
+            planned = played_as_planned(trace, recovery.mistake)
+            if not planned or not _keep(trace, grades, config):
+                recovery = None  # e.g. the extra turn overran max_turns: the plain gold
+                trace, grades = await run((await world.gold(task, variant)).client)
     except TimeoutError:
         reason = f"the job took longer than {config.job_timeout_s:g} s"
         return _rejected(base, "timeout", [reason])
@@ -281,11 +315,16 @@ async def run_job(
         rejected.row["grades"] = grades.model_dump(mode="json")
         rejected.row["trajectory"] = trace.trajectory.model_dump(mode="json")
         return rejected
-    retry = is_hook_retry(trace)
-    whole = retry and keep_whole(config.job_seed, key, config.keep_whole_fraction)
-    if retry and not whole:
-        pruned = prune(trace)
+    mistake = recovery.mistake if recovery is not None else None
+    untrained = {mistake.turn} if mistake is not None else set()
+    retry = bool(failed_turns(trace) - untrained)
+    whole_row = retry and keep_whole(config.job_seed, key, config.keep_whole_fraction)
+    if retry and not whole_row:
+        pruned = prune(trace, untrained=untrained)
         messages, turns, removed = pruned.messages, pruned.turns, pruned.removed
+    elif untrained:
+        rebuilt = whole(trace, untrained=untrained)
+        messages, turns, removed = rebuilt.messages, rebuilt.turns, 0
     else:
         messages, turns, removed = trace.messages, trace.trajectory.turns, 0
     trajectory = trace.trajectory.model_copy(update={"turns": list(turns)})
@@ -294,14 +333,30 @@ async def run_job(
         "grades": grades.model_dump(mode="json"),
         "status": trace.status.value,
         "hook_retry": retry,
-        "kept_whole": whole,
+        "kept_whole": whole_row,
+        "recovery": mistake is not None,
         "pruned_turns": removed,
         "messages": messages,
         "tools": tool_specs(harness),
         "tool_protocol": harness.settings.tool_protocol.value,
         "trajectory": trajectory.model_dump(mode="json"),
     }
-    return JobResult(key, True, row, retry, whole)
+    return JobResult(key, True, row, retry, whole_row, recovery=mistake is not None)
+
+
+def _recovery_client(gold: GoldRun, key: str, config: GenerateConfig) -> RecoveryClient | None:
+    """The recovery wrapper of a gold client for this job (recovery.py), or None: not a
+    variant, the job's coin says no, or the variant renames no parameter."""
+    original = gold.variant.original
+    if gold.variant.index == 0 or original is None:
+        return None
+    if not recovery_coin(config.job_seed, key, config.recovery_fraction):
+        return None
+    renamed = renamed_params(gold.harness, original)
+    if not renamed:
+        return None
+    native = gold.harness.settings.tool_protocol is ToolProtocol.NATIVE
+    return RecoveryClient(gold.client, gold.harness, renamed, native=native)
 
 
 def _keep(trace: Trace, grades: Grades, config: GenerateConfig) -> bool:
@@ -396,6 +451,8 @@ async def generate(
         raise ValueError("concurrency must be at least 1")
     if not 0 <= config.keep_whole_fraction <= 1:
         raise ValueError("keep_whole_fraction must be between 0 and 1")
+    if not 0 <= config.recovery_fraction <= 1:
+        raise ValueError("recovery_fraction must be between 0 and 1")
     started = time.monotonic()
     summary = GenerateSummary()
     out, rejects = config.out, config.rejects_path
@@ -430,6 +487,7 @@ async def generate(
                 summary.written += 1
                 summary.hook_retry += result.hook_retry
                 summary.kept_whole += result.kept_whole
+                summary.recovery += result.recovery
             else:
                 summary.rejected += 1
                 kind = result.reason_kind or "rejected"

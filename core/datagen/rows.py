@@ -15,6 +15,8 @@ Turns with simulated faults (timeouts, rate limits, ...) are NOT failed turns: r
 telling the viewer is the behaviour to learn. A turn mixing good and failed calls is kept
 whole (the results must stay paired with their calls). A configurable fraction of hook-retry
 rows is kept whole (`keep_whole`), so the student also sees fail -> reminder -> recover.
+A recovery row's mistaken turn (recovery.py) is never pruned: `prune` and `whole` keep it,
+its assistant message marked `"train": false`.
 
 Message k after the viewer message is matched to its turn through the trace: the loop appends
 exactly one assistant message per successful model call, in order, and every step carries the
@@ -24,7 +26,7 @@ exactly one assistant message per successful model call, in order, and every ste
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,26 +74,41 @@ class Pruned:
     """How many failed turns were dropped."""
 
 
-def prune(trace: Trace) -> Pruned:
-    """The trace's conversation and trajectory without its failed turns."""
-    failed = failed_turns(trace)
+def prune(trace: Trace, *, untrained: Collection[int] = ()) -> Pruned:
+    """The trace's conversation and trajectory without its failed turns. Turns in
+    `untrained` (a recovery row's mistaken turn) are never dropped: their assistant message is
+    kept with `"train": false` (see `whole`)."""
+    keep = set(untrained)
+    return _rebuild(trace, failed_turns(trace) - keep, keep)
+
+
+def whole(trace: Trace, *, untrained: Collection[int] = ()) -> Pruned:
+    """The trace's whole conversation and trajectory, the assistant message of each turn in
+    `untrained` marked `"train": false` (SFT does not train on it, training/sft.py)."""
+    return _rebuild(trace, set(), set(untrained))
+
+
+def _rebuild(trace: Trace, drop: set[int], untrained: set[int]) -> Pruned:
     messages = trace.messages
     start = trace.request_start + 1
     turns = [s.turn for s in trace.steps_of(ModelCallStep) if s.error is None]
     kept_messages = [dict(m) for m in messages[:start]]
     kept_turns: list[AssistantTurn] = []
     index = -1
-    drop = False
+    skip = False
     for message in messages[start:]:
+        out = dict(message)
         if message.get("role") == "assistant":
             index += 1
             turn = turns[index] if index < len(turns) else None
-            drop = turn in failed
-            if not drop and index < len(trace.trajectory.turns):
+            skip = turn in drop
+            if not skip and index < len(trace.trajectory.turns):
                 kept_turns.append(trace.trajectory.turns[index])
-        if not drop:
-            kept_messages.append(dict(message))
-    removed = len([t for t in turns if t in failed])
+            if turn in untrained:
+                out["train"] = False
+        if not skip:
+            kept_messages.append(out)
+    removed = len([t for t in turns if t in drop])
     return Pruned(kept_messages, kept_turns, removed)
 
 

@@ -190,8 +190,15 @@ def balance_rows(
 
 
 def chat_row(row: dict[str, Any], *, system_prompt: str = "full") -> dict[str, Any]:
-    """The conversational row SFT trains on: `messages` (+ `tools` for native tool calling)."""
-    messages = [{"role": m["role"], "content": m["content"]} for m in row["messages"]]
+    """The conversational row SFT trains on: `messages` (+ `tools` for native tool calling).
+    An assistant message marked `"train": false` (a recovery row's mistaken call,
+    core/datagen/recovery.py) keeps the mark: the SFT stage does not train on it."""
+    messages: list[dict[str, Any]] = []
+    for m in row["messages"]:
+        message: dict[str, Any] = {"role": m["role"], "content": m["content"]}
+        if m.get("train") is False:
+            message["train"] = False
+        messages.append(message)
     tools = row.get("tools") if isinstance(row.get("tools"), list) else []
     if system_prompt == "compact" and messages and messages[0]["role"] == "system":
         messages[0] = {"role": "system", "content": compact_system_prompt(tools or [])}
