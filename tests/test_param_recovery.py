@@ -33,6 +33,7 @@ from core.runtime.client import ScriptedClient
 from core.runtime.trace import ModelCallStep, ToolCallStep, TraceStatus
 from core.runtime.trajectory import AssistantTurn, ToolCall
 from core.sim.catalog import load_catalog
+from core.sim.graders import PENALTY
 from core.sim.models import Catalog, Split, Task
 from core.sim.oracle import task_harness
 from core.sim.tasks import generate_tasks
@@ -259,7 +260,14 @@ def test_a_recovery_row_from_the_live_rooms_oracle(tmp_path: Path) -> None:
         grades = row["grades"]
         for name in ("accuracy", "effectiveness", "skill_selection"):
             assert grades[name]["score"] == 1, grades[name]
-        assert f"{call['name']} failed (invalid_arguments)" in grades["tool_rationality"]["reasons"]
+        rationality = grades["tool_rationality"]
+        assert f"{call['name']} failed (invalid_arguments)" in rationality["reasons"]
+        # the corrected call is the needed call, not a repeat of the rejected one (whose old
+        # parameter name is the canonical one): one failed call costs one penalty, no more
+        assert not any(
+            r.startswith(("repeated call", "missing call")) for r in rationality["reasons"]
+        )
+        assert rationality["score"] == 1 - PENALTY, rationality
         assert not row["hook_retry"] and row["pruned_turns"] == 0
         # without the mistaken exchange, the row is the job's plain gold
         other = plain[row["key"]]

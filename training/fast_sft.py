@@ -87,6 +87,12 @@ def fast_sft_trainer() -> type:
             keep = trained_positions(labels)
             forward = {k: v for k, v in inputs.items() if k != "labels"}
             forward["use_cache"] = False
+            mask = forward.get("attention_mask")
+            if mask is not None and bool(mask.all()):
+                # No padding (batch 1, or rows of one length): the mask says nothing the
+                # causal attention does not, and without it SDPA keeps its causal flash path
+                # (a compiled decoder cannot tell an all-ones mask apart and builds the 4-D one).
+                del forward["attention_mask"]
             outputs = model(**forward, logits_to_keep=keep)
             loss, count, correct = sliced_loss(outputs.logits, labels, keep, num_items_in_batch)
             if self.args.average_tokens_across_devices and num_items_in_batch is not None:

@@ -81,6 +81,8 @@ from core.sim.surface import (
 
 PENALTY = 0.25
 """Tool rationality / skill selection points lost per useless, repeated or failed call."""
+REJECTED = ("invalid_arguments", "unknown_tool")
+"""Error kinds of a call the loop refused before running it."""
 
 _I = re.IGNORECASE
 SOLD_OUT_RE = re.compile(
@@ -695,7 +697,10 @@ def tool_rationality(ctx: _Context) -> GraderResult:
     retried: set[int] = set()
     for call in ctx.calls:
         signature = (call.binding, facts.dump(call.args))
-        earlier = [i for i, s in enumerate(seen) if s[:2] == signature]
+        # A call the loop rejected before it ran (a wrong parameter name, an unknown tool)
+        # did not fetch anything: the corrected call after it is not a repeat, even when the
+        # wrong name is the canonical one (a renamed parameter sent under its old name).
+        earlier = [i for i, s in enumerate(seen) if s[:2] == signature and s[2] not in REJECTED]
         seen.append((*signature, call.error_kind))
         if earlier:
             last = earlier[-1]
