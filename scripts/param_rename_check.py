@@ -38,9 +38,11 @@ def renamed_version(run: Any, tool: str, param: str, new_tool: str, new_param: s
 
     original = run.step("setup")["versions"]["original"]
     harness = run.store.load(original)
-    edited = apply_renames(
-        harness, Renames(tools={tool: new_tool}, params={tool: {param: new_param}})
-    )
+    having = [  # the parameter is renamed wherever it appears, as an operator would
+        t.name for t in harness.tools if param in (t.parameters.get("properties") or {})
+    ]
+    params = {name: {param: new_param} for name in having}
+    edited = apply_renames(harness, Renames(tools={tool: new_tool}, params=params))
     name = run.store.info(original).harness_name
     info = run.store.commit(
         edited.model_copy(update={"name": name}),
