@@ -349,6 +349,77 @@ def test_the_report_leads_with_answered_correctly_on_every_table(tmp_path: Path)
     assert "Under-trained" not in text  # 60 % answered correctly is the bar
 
 
+def test_the_stage_table_scores_each_hat_stage_and_the_rl_reward_spread(tmp_path: Path) -> None:
+    from core.experiment.report import report_markdown, reward_spread, stage_lines, stage_rows
+
+    def rows(k: int) -> dict[str, list[EvalResult]]:
+        return {
+            "ls-qa": [_graded(f"t{i}", eff=0 if i < k else 1) for i in range(10)],
+            "hv-qa": [
+                _graded(f"t{i}", acc=0 if i < k else 1, suite=Suite.HV_QA, variant=v)
+                for i in range(10)
+                for v in (1, 2)
+            ],
+            "ifeval": [
+                _graded(f"p{i}", suite=Suite.IFEVAL, skill=0 if i < k else 1) for i in range(10)
+            ],
+        }
+
+    table = stage_rows({"sft": rows(6), "opd": rows(4), "rl": rows(3), "fixed": rows(5)})
+    assert list(table) == ["sft", "opd", "rl", "fixed"]
+    assert table["sft"]["ls-qa"]["mean"] == pytest.approx(0.4)
+    assert table["opd"]["hv-qa"]["mean"] == pytest.approx(0.6)
+    assert table["rl"]["ifeval"]["mean"] == pytest.approx(0.7)  # prompt-level strict
+    assert table["fixed"]["n"] == {"ls-qa": 10, "hv-qa": 20, "ifeval": 10}
+    assert stage_rows({"sft": {"ls-qa": rows(1)["ls-qa"]}})["sft"]["hv-qa"] is None
+
+    def log(step: int, std: float) -> dict[str, Any]:
+        metrics = {"reward_std": std, "rewards/accuracy/std": std, "reward": 3.0}
+        return {"event": "log", "step": step, "metrics": metrics}
+
+    flat = reward_spread([{"event": "phase"}, log(1, 0.0), log(2, 0.0)])
+    assert flat is not None and flat["mean_std"] == 0 and flat["zero_steps"] == 2
+    spread = reward_spread([log(1, 0.0), log(2, 0.5)])
+    assert spread is not None and spread["mean_std"] == pytest.approx(0.25)
+    assert spread["per_reward_mean_std"] == {"accuracy": pytest.approx(0.25)}
+    assert reward_spread([{"event": "log", "step": 1, "loss": 0.1}]) is None
+
+    stages = {"rows": table, "rl_reward": flat}
+    text = "\n".join(stage_lines(stages))
+    assert re.search(r"^\| after HSA-SFT \| 40\.0 \[.*\] \| 40\.0 \[.*\] \| 40\.0 \[", text, re.M)
+    assert re.search(r"^\| \+ OPD \| 60\.0 \[", text, re.M)
+    assert re.search(r"^\| \+ HSA-RL \(the HAT model\) \| 70\.0 \[", text, re.M)
+    assert re.search(r"^\| fixed SFT \(reference\) \| 50\.0 \[", text, re.M)
+    assert "RL's reward spread was 0.0 in every step at this budget (2 steps): no gradient." in text
+    text = "\n".join(stage_lines({"rows": table, "rl_reward": spread}))
+    assert "mean 0.250 over 2 steps (max 0.500; 0 in 1 of them); per reward: accuracy 0.250" in text
+    run = _fake_run(tmp_path, load_profile("ci"))
+    full = report_markdown(run, {}, {}, stages)
+    assert "### HAT stage by stage" in full and "| after HSA-SFT |" in full
+
+
+def test_a_run_folder_from_before_the_stage_step_resumes_and_reports(tmp_path: Path) -> None:
+    import yaml
+
+    from core.experiment.replicate import Replication
+    from core.experiment.report import report_markdown
+
+    run = _fake_run(tmp_path, load_profile("ci"))
+    run.save()
+    data = yaml.safe_load((run.folder / "profile.yaml").read_text())
+    for key in ("stages", "stage_suites"):
+        data["eval"].pop(key)  # the profile as an older run folder wrote it
+    (run.folder / "profile.yaml").write_text(yaml.safe_dump(data))
+    old = Replication.open(None, run.folder)  # type: ignore[arg-type]
+    assert old.eval_runs("hat-sft") == {} and not old.profile.eval.stages
+    text = report_markdown(old, {}, {})
+    assert "### HAT stage by stage" in text and "Not run" in text
+    assert "| eval-stages" not in text  # the wall-time table: a step the run never had
+    old.run_all(until="eval-stages")  # --resume: nothing asked, nothing to serve
+    assert old.step("eval-stages")["status"] == "done"
+    assert "off in the profile" in old.step("eval-stages")["note"]
+
+
 # ----------------------------------------------------------------------------- end to end
 
 
@@ -377,7 +448,18 @@ def test_ci_replication_end_to_end(demo_model_folder: Path, hat_home: Path, tmp_
                    "trl", "peft", "torch", "transformers", "hat experiment replicate"):  # fmt: skip
         assert needle in report, needle
     assert (results / "scores.png").stat().st_size > 1000
+    assert "### HAT stage by stage" in report
+    for needle in ("| after HSA-SFT |", "| + OPD |", "| + HSA-RL (the HAT model) |",
+                   "| fixed SFT (reference) |", "RL"):  # fmt: skip
+        assert needle in report, needle
     data = json.loads((results / "report.json").read_text())
+    stages = data["stages"]
+    assert {"sft", "opd", "rl"} <= set(stages["rows"])
+    for stage in ("sft", "opd"):
+        assert set(stages["runs"][stage]) == {"ls-qa", "hv-qa", "ifeval"}
+        assert stages["rows"][stage]["n"] == {"ls-qa": 1, "hv-qa": 1, "ifeval": 1}
+    assert stages["runs"]["rl"] == data["models"]["hat"]["runs"]  # the HAT model's own rows
+    assert stages["rl_reward"] is not None and stages["rl_reward"]["steps"] >= 1
     for model in ("base", "fixed", "hat"):
         m = data["models"][model]
         assert set(m["runs"]) == {"ls-qa", "hv-qa", "ifeval", "edit"}
@@ -553,6 +635,9 @@ def test_pooling_refuses_runs_of_another_experiment_naming_the_field(tmp_path: P
         )
         is None
     )  # the seed's own fields are not a difference
+    before = prof.model_dump(mode="json")  # a profile from before eval.stages, or without it
+    before["eval"] = {k: v for k, v in before["eval"].items() if not k.startswith("stage")}
+    assert profile_difference(before, prof.model_dump(mode="json"), ignore_seed=False) is None
     same_seed = read_report(_seed_report(tmp_path / "c", 0, tasks, tasks,
                                          prof.with_seed(0).model_dump(mode="json")))  # fmt: skip
     with pytest.raises(SeedsError, match="seed 0 given twice"):

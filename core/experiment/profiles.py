@@ -43,6 +43,11 @@ TASK_FILE_FIELDS = ("harness_folder", "task_file", "edited_harness_folder")
 """The task-file world's settings (module doc, "Worlds")."""
 
 
+StageSuite = Literal["ls-qa", "hv-qa", "ifeval"]
+STAGE_SUITES: tuple[StageSuite, ...] = ("ls-qa", "hv-qa", "ifeval")
+"""The suites `eval.stages` may evaluate HAT's stage adapters on (EvalSettings)."""
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -99,6 +104,16 @@ class EvalSettings(_Model):
     )
     dtype: str | None = Field(
         default="float32", description="Serving dtype (float32 on CPU; None: the engine's choice)."
+    )
+    stages: bool = Field(
+        default=False,
+        description="Also evaluate HAT's kept stage adapters (after HSA-SFT, after OPD) on "
+        "`stage_suites`, the same items as the HAT model (the `eval-stages` step; after RL is "
+        "the HAT model itself), so the report says what each stage added.",
+    )
+    stage_suites: list[StageSuite] = Field(
+        default_factory=lambda: list(STAGE_SUITES),
+        description="The suites `stages` evaluates each stage adapter on.",
     )
     engine: Literal["transformers", "vllm"] = Field(
         default="vllm",

@@ -25,7 +25,13 @@ checkpoint, evaluation skips stored items):
                LS-QA under the edited harness (the harness-edit test; "before" is the same
                tasks' LS-QA rows). Suite by suite, so a run cut short by its deadline still
                compares the three models on the suites it finished.
-5. `report`    core/experiment/report.py: table, intervals, plots, report.md / report.json.
+5. `eval-stages` (with the profile's `eval.stages`) HAT's kept stage adapters, after HSA-SFT
+               and after OPD (`<tag>-hat-sft`, `<tag>-hat-opd`), each merged
+               (core.models.merge) and served like the models above, on the HAT model's own
+               requests (the same items) for `eval.stage_suites`; after RL is the HAT model,
+               whose eval-hat rows the report reuses. A run folder from before this step
+               shows it as not run.
+6. `report`    core/experiment/report.py: table, intervals, plots, report.md / report.json.
 
 **In a task-file world** (`world: task-file`, core/experiment/profiles.py) the same steps run
 on an operator's harness: setup imports its folder and the edited folder (with trust: the
@@ -61,6 +67,7 @@ from core.eval.results import Suite
 from core.experiment.profiles import Profile, edited_harness_path, parse_profile
 from core.experiment.report import write_replication_report
 from core.experiment.steps import EVAL_PARTS as EVAL_PARTS
+from core.experiment.steps import HAT_STAGES
 from core.experiment.steps import MODELS as MODELS
 from core.experiment.steps import STEPS as STEPS
 from core.store import Store
@@ -523,18 +530,33 @@ class Replication:
     def model_folder(self, model: str) -> str:
         if model == "base":
             return str(self.step("setup")["base_location"])
+        if model.startswith("hat-"):  # a stage adapter, merged by the eval-stages step
+            return str(self.step("eval-stages")[model.removeprefix("hat-")]["location"])
         return str(self.step("train")[model]["merged"])
 
     def model_label(self, model: str) -> str:
         if model == "base":
             return str(self.step("setup")["base_model"])
+        if model.startswith("hat-"):
+            return str(self.step("eval-stages")[model.removeprefix("hat-")]["merged"])
         registered = self.step("train")[model].get("registered") or []
         merged = [r for r in registered if r.endswith("-merged")]
         return merged[0] if merged else f"{self.state['tag']}-{model}"
 
     def requests(self, model: str) -> dict[str, Any]:
-        """The four evaluation requests of one model (without the server address)."""
+        """The four evaluation requests of one model (without the server address); a HAT
+        stage (`hat-sft`, `hat-opd`): the HAT model's requests for the profile's
+        `stage_suites`, under the stage's merged model (the same items)."""
         from core.eval.api import EvalRequest
+
+        if model.startswith("hat-"):
+            label = self.model_label(model)
+            suites = self.profile.eval.stage_suites
+            return {
+                part: request.model_copy(update={"model": label})
+                for part, request in self.requests("hat").items()
+                if part in suites
+            }
 
         ev = self.profile.eval
         versions = self.step("setup")["versions"]
@@ -626,7 +648,7 @@ class Replication:
         runs: dict[str, str] = entry.setdefault("runs", {})
         entry.setdefault("walls", {})
         requests = self.requests(model)
-        if "ifeval" not in requests:
+        if "ifeval" not in requests and not model.startswith("hat-"):
             entry["note"] = "no IFEval prompts (give --ifeval FILE)"
         todo = [
             (part, requests[part])
@@ -718,15 +740,55 @@ class Replication:
     def _eval_hat(self, entry: dict[str, Any], say: Message) -> str | None:
         return self._evaluate("hat", entry, say)
 
+    def _eval_stages(self, entry: dict[str, Any], say: Message) -> str | None:
+        """HAT's kept stage adapters after HSA-SFT and after OPD, each merged and evaluated
+        like a model of its own (`_evaluate`: one server, the HAT model's items) on the
+        profile's `stage_suites` (module doc, step 5). Off in the profile: nothing to do."""
+        from core.models import RegistryError
+        from core.models.merge import merged_model
+
+        if not self.profile.eval.stages:
+            entry["note"] = "off in the profile (eval.stages)"
+            return None
+        tag = self.state["tag"]
+        outcome: str | None = None
+        for stage in HAT_STAGES:
+            sub: dict[str, Any] = entry.setdefault(stage, {})
+            if not sub.get("merged"):
+                if self.deadline_passed():
+                    return "partial"
+                try:
+                    record = merged_model(self.store, f"{tag}-hat-{stage}")
+                except RegistryError as exc:
+                    if exc.kind == "failed":  # the merge itself failed: say so, stop here
+                        raise ReplicationError(f"eval-stages: {exc}") from None
+                    sub["note"] = f"no stage adapter to evaluate: {exc}"
+                    say(f"stage {stage}: {sub['note']}")
+                    continue
+                sub["adapter"] = f"{tag}-hat-{stage}"
+                sub["merged"] = record.name
+                sub["location"] = record.location
+                self.save()
+            status = self._evaluate(f"hat-{stage}", sub, say)
+            if status == "partial":
+                outcome = "partial"
+                break
+        return outcome
+
     def eval_runs(self, model: str) -> dict[str, str]:
-        """{part: evaluation run id} of one model, for the parts that have a run."""
-        runs = self.step(f"eval-{model}").get("runs") or {}
+        """{part: evaluation run id} of one model (`hat-sft`, `hat-opd`: a HAT stage), for
+        the parts that have a run."""
+        if model.startswith("hat-"):
+            stages = self.state.get("steps", {}).get("eval-stages") or {}
+            runs = (stages.get(model.removeprefix("hat-")) or {}).get("runs") or {}
+        else:
+            runs = self.step(f"eval-{model}").get("runs") or {}
         return {part: runs[part] for part in EVAL_PARTS if runs.get(part)}
 
     def deadline_passed(self) -> bool:
         return self.deadline is not None and time.time() >= self.deadline
 
-    # ------------------------------------------------------------------ 6. report
+    # ------------------------------------------------------------------ 7. report
 
     def _report(self, entry: dict[str, Any], say: Message) -> None:
         paths = write_replication_report(self, self.folder / "report")

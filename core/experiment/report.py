@@ -35,6 +35,12 @@ can be paired task by task (core/experiment/seeds.py). Its `headline` key names 
 measure; a report.json without it predates answered correctly: its variant gap, worst-of-K,
 HAT − fixed and edit errors are on accuracy and full marks.
 
+**HAT stage by stage** (the `eval-stages` step, with the profile's `eval.stages`): answered
+correctly on LS-QA and HV-QA and IFEval prompt-level strict after HSA-SFT, after OPD and
+after HSA-RL (the HAT model's own rows), with fixed SFT for reference, all on the same items
+(report.json `stages`); and the RL stage's reward spread, the mean over its logged steps of
+GRPO's within-group reward std (0 in every step: the advantages were 0, RL had no gradient).
+
 In a task-file world (core/experiment/replicate.py) the same columns hold the task file's
 test split: LS-QA is the `tasks` suite, HV-QA the `hv-tasks` suite, the edit test the `tasks`
 suite under the edited harness; the report says so under its title.
@@ -52,7 +58,7 @@ import numpy as np
 
 from core.eval.results import EvalResult, ResultStatus, Suite
 from core.eval.stats import Interval, bootstrap_ci
-from core.experiment.steps import MODELS, STEPS
+from core.experiment.steps import HAT_STAGES, MODELS, STEPS
 
 if TYPE_CHECKING:
     from core.experiment.replicate import Replication
@@ -386,6 +392,135 @@ def summarise(
     return models
 
 
+STAGE_ROWS = (
+    ("sft", "after HSA-SFT"),
+    ("opd", "+ OPD"),
+    ("rl", "+ HSA-RL (the HAT model)"),
+    ("fixed", "fixed SFT (reference)"),
+)
+"""The stage table's rows (module doc, "HAT stage by stage"): report.json `stages.rows` keys."""
+
+
+def stage_rows(rows_of: dict[str, dict[str, list[EvalResult]]]) -> dict[str, Any]:
+    """The stage table's numbers from each row's evaluation rows by part (keys of
+    STAGE_ROWS; `rl` is the HAT model's rows): answered correctly on LS-QA and HV-QA (HV-QA
+    clustered by task) and IFEval prompt-level strict; a part without rows is None."""
+    out: dict[str, Any] = {}
+    for key, _ in STAGE_ROWS:
+        rows = rows_of.get(key) or {}
+        entry: dict[str, Any] = {"n": {part: len(r) for part, r in rows.items()}}
+        for part in ("ls-qa", "hv-qa"):
+            found = rows.get(part)
+            entry[part] = (
+                agent_summary(found, clustered=part == "hv-qa")["answered"] if found else None
+            )
+        found = rows.get("ifeval")
+        entry["ifeval"] = ifeval_summary(found)["prompt_strict"] if found else None
+        out[key] = entry
+    return out
+
+
+def reward_spread(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The RL stage's reward spread from its training events (`log` events with a step; TRL
+    GRPO's `reward_std`, the within-group std of the summed reward, and `rewards/<name>/std`):
+    the mean and max over steps, the steps where it was 0, and each reward's mean std. None
+    when no step logged one."""
+    stds: list[float] = []
+    per_reward: dict[str, list[float]] = {}
+    for event in events:
+        if event.get("event") != "log" or event.get("step") is None:
+            continue
+        metrics = event.get("metrics") or {}
+        value = metrics.get("reward_std")
+        if not isinstance(value, int | float):
+            continue
+        stds.append(float(value))
+        for key, v in metrics.items():
+            if key.startswith("rewards/") and key.endswith("/std") and isinstance(v, int | float):
+                per_reward.setdefault(key.split("/")[1], []).append(float(v))
+    if not stds:
+        return None
+    return {
+        "steps": len(stds),
+        "mean_std": float(np.mean(stds)),
+        "max_std": max(stds),
+        "zero_steps": sum(v == 0 for v in stds),
+        "per_reward_mean_std": {k: float(np.mean(v)) for k, v in sorted(per_reward.items())},
+    }
+
+
+def collect_stages(run: Replication) -> dict[str, Any] | None:
+    """report.json's `stages` (module doc): None when the run has no eval-stages rows (a
+    run folder from before the step, or a profile without `eval.stages`)."""
+    from core.eval.api import load_results
+
+    runs = {stage: run.eval_runs(f"hat-{stage}") for stage in HAT_STAGES}
+    if not any(runs.values()):
+        return None
+    runs["rl"] = run.eval_runs("hat")
+    runs["fixed"] = run.eval_runs("fixed")
+    parts = ("ls-qa", "hv-qa", "ifeval")
+    rows = {
+        key: {part: load_results(run.store, rid) for part, rid in found.items() if part in parts}
+        for key, found in runs.items()
+    }
+    return {"rows": stage_rows(rows), "runs": runs, "rl_reward": rl_reward_spread(run)}
+
+
+def rl_reward_spread(run: Replication) -> dict[str, Any] | None:
+    """`reward_spread` of the HAT pipeline's RL stage run (None without one or its events)."""
+    from core.store.training import find_run
+    from core.train.events import events_path, read_events
+
+    stages = ((run.state.get("steps", {}).get("train") or {}).get("hat") or {}).get("stages")
+    rl = (stages or {}).get("rl") or {}
+    record = find_run(run.store, rl["run"]) if rl.get("run") else None
+    if record is None:
+        return None
+    events, _ = read_events(events_path(Path(record.run_dir)))
+    return reward_spread(events)
+
+
+def stage_lines(stages: dict[str, Any] | None) -> list[str]:
+    """The report's "HAT stage by stage" section (module doc)."""
+    lines = ["", "### HAT stage by stage", ""]
+    if not stages:
+        return [*lines, "Not run (the profile's `eval.stages` is off, or the run predates the "
+                "`eval-stages` step).", ""]  # fmt: skip
+    lines += [
+        "Each kept stage adapter of HAT on the HAT model's items: LS-QA and HV-QA answered "
+        "correctly, IFEval prompt-level strict, in % with 95 % intervals (+ HSA-RL is the HAT "
+        "model above).",
+        "",
+        "| after stage | LS-QA | HV-QA | IFEval prompt (strict) |",
+        "|---|---|---|---|",
+    ]
+    rows = stages.get("rows") or {}
+    for key, label in STAGE_ROWS:
+        r = rows.get(key) or {}
+        lines.append(
+            f"| {label} | {cell(r.get('ls-qa'))} | {cell(r.get('hv-qa'))} "
+            f"| {cell(r.get('ifeval'))} |"
+        )
+    spread = stages.get("rl_reward")
+    lines.append("")
+    if not spread:
+        lines.append("RL reward spread: no RL step logged a reward std.")
+    elif spread["mean_std"] == 0:
+        lines.append(
+            f"RL's reward spread was 0.0 in every step at this budget ({spread['steps']} "
+            f"step{'s' if spread['steps'] != 1 else ''}): no gradient."
+        )
+    else:
+        per = ", ".join(f"{k} {v:.3f}" for k, v in spread["per_reward_mean_std"].items())
+        lines.append(
+            f"RL reward spread (GRPO's within-group reward std): mean {spread['mean_std']:.3f} "
+            f"over {spread['steps']} steps (max {spread['max_std']:.3f}; 0 in "
+            f"{spread['zero_steps']} of them)" + (f"; per reward: {per}." if per else ".")
+        )
+    return lines
+
+
 def _breakdown(rows: Sequence[EvalResult], by: str) -> dict[str, dict[str, float]]:
     """Answered correctly and accuracy per value of a row field (`dimension`, `category`);
     empty when no row has one."""
@@ -516,6 +651,12 @@ def _completeness(run: Replication) -> list[str]:
                 + (f" ({entry['note']})" if entry.get("note") else "")
                 + "; its numbers cover the items that ran (n in the secondary table)."
             )
+    stages = run.state.get("steps", {}).get("eval-stages") or {}
+    if stages and stages.get("status") != "done":
+        lines.append(
+            f"> **Incomplete:** `eval-stages` is {stages.get('status', 'pending')}; the stage "
+            "table covers the items that ran."
+        )
     return [*lines, ""] if lines else []
 
 
@@ -553,7 +694,12 @@ def _world_lines(run: Replication) -> list[str]:
     ]
 
 
-def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, Path]) -> str:
+def report_markdown(
+    run: Replication,
+    models: dict[str, Any],
+    plots: dict[str, Path],
+    stages: dict[str, Any] | None = None,
+) -> str:
     prof = run.profile
     steps = run.state.get("steps", {})
     lines = [f"# HAT mini-replication — profile `{prof.name}`", ""]
@@ -617,6 +763,7 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
         f"Items per model: LS-QA {ls_n} test tasks, HV-QA {hv_n} tasks × {ev.hv_variants} "
         f"heldout variant(s), IFEval {ev.ifeval if run.ifeval_path else 0} prompts, harness edit "
         f"{edit_n} tasks; max {ev.max_tokens} tokens per model call, greedy decoding.",
+        *stage_lines(stages),
         "",
         "### Harness-edit test",
         "",
@@ -751,6 +898,8 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
     ]
     for name in STEPS:
         entry = steps.get(name) or {}
+        if name == "eval-stages" and not entry:
+            continue  # a run folder from before the step
         lines.append(f"| {name} ({entry.get('status', 'pending')}) | {entry.get('wall_s', '—')} |")
         for model in ("fixed", "hat"):
             sub = entry.get(model) if name == "train" else None
@@ -762,6 +911,9 @@ def report_markdown(run: Replication, models: dict[str, Any], plots: dict[str, P
             lines.append(f"| &nbsp;&nbsp;server start | {entry['server_start_s']} |")
         for part, wall in (entry.get("walls") or {}).items():
             lines.append(f"| &nbsp;&nbsp;{name} / {part} | {wall} |")
+        for stage in HAT_STAGES if name == "eval-stages" else ():
+            for part, wall in ((entry.get(stage) or {}).get("walls") or {}).items():
+                lines.append(f"| &nbsp;&nbsp;{name} / {stage} / {part} | {wall} |")
     lines.append(f"| **total** | **{run.total_wall_s()}** |")
     pkgs = packages(run)
     machine = run.state.get("machine") or {}
@@ -814,8 +966,9 @@ def _category_lines(models: dict[str, Any]) -> list[str]:
 def write_replication_report(run: Replication, out: Path) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     models = collect(run)
+    stages = collect_stages(run)
     plots = _plots(models, out)
-    markdown = report_markdown(run, models, plots)
+    markdown = report_markdown(run, models, plots, stages)
     paths = {"markdown": out / "report.md", "json": out / "report.json", **plots}
     paths["markdown"].write_text(markdown, encoding="utf-8")
     data = {
@@ -823,6 +976,7 @@ def write_replication_report(run: Replication, out: Path) -> dict[str, Path]:
         "profile": run.profile.model_dump(mode="json"),
         "state": run.state,
         "models": models,
+        "stages": stages,
         "packages": packages(run),
     }
     paths["json"].write_text(

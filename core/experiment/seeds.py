@@ -52,6 +52,10 @@ SEED_FIELDS = (
 )
 """The profile fields `Profile.with_seed` sets: the only ones two seeds of one experiment may
 differ in."""
+EXTRA_FIELDS = (("eval", "stages"), ("eval", "stage_suites"))
+"""Profile fields that only add evaluations of other models (HAT's stage adapters) and change
+nothing of the experiment's models or items: a run folder or report written before them (or
+with them set otherwise) is still a seed of the same experiment."""
 POOLED_MD = "pooled.md"
 POOLED_JSON = "pooled.json"
 _ABSENT = "(absent)"
@@ -122,9 +126,9 @@ def read_report(path: Path) -> SeedReport:
 # ----------------------------------------------------------------------------- one experiment
 
 
-def _without_seed(profile: dict[str, Any]) -> dict[str, Any]:
+def _without(profile: dict[str, Any], fields: tuple[tuple[str, ...], ...]) -> dict[str, Any]:
     out: dict[str, Any] = json.loads(json.dumps(profile, default=str))
-    for path in SEED_FIELDS:
+    for path in fields:
         node: Any = out
         for key in path[:-1]:
             node = node.get(key) if isinstance(node, dict) else None
@@ -139,8 +143,9 @@ def profile_difference(
     """The first field (dotted, keys in order) where two profiles differ, with both values
     (`(absent)` for a missing one; absent and None agree: a profile written before a field
     existed); None when they agree. The seed's fields are skipped unless `ignore_seed` is
-    False."""
-    a, b = (_without_seed(first), _without_seed(second)) if ignore_seed else (first, second)
+    False; `EXTRA_FIELDS` always are."""
+    fields = (*SEED_FIELDS, *EXTRA_FIELDS) if ignore_seed else EXTRA_FIELDS
+    a, b = _without(first, fields), _without(second, fields)
 
     def walk(x: Any, y: Any, where: str) -> tuple[str, Any, Any] | None:
         if isinstance(x, dict) and isinstance(y, dict):
