@@ -1,5 +1,6 @@
 """Score each stage of a replication's HAT pipeline on the replication's own LS-QA and HV-QA
-items: which stage gained or lost what. Not part of the replication (yet); run by hand.
+items: which stage gained or lost what, by hand (the replication's `eval-stages` step does the
+same for profiles with `eval.stages`; this script adds the failing-turn counts and `rl`).
 
     HAT_HOME=<the run's workspace> python scripts/eval_stages.py <run folder> sft opd [--out F]
 
