@@ -220,11 +220,14 @@ def _rows(folder: Path, count: int) -> Path:
         app,
         ["data", "generate", "--teacher", "oracle", "--tasks", "train", "--per-category", "1",
          "--variants", "1", "--sampler", "hsa", "--limit", str(count), "--out", str(out),
-         "-j", "1"],
+         "-j", "1", "--recovery", "0"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert len(out.read_text().splitlines()) == count
     return out
+
+
+MAX_LENGTH = 384
 
 
 def _config(data: Path, processes: int, **extra: Any) -> Any:
@@ -233,7 +236,10 @@ def _config(data: Path, processes: int, **extra: Any) -> Any:
             "model": "smollm2-135m-instruct",
             "data": [str(data)],
             "system_prompt": "compact",
-            "max_length": 256,
+            # every row is cut at MAX_LENGTH (no padding), and each keeps assistant tokens
+            # inside it: a row without any would be dropped, the sharding of the rest would
+            # differ between one and two processes, and the curves with it
+            "max_length": MAX_LENGTH,
             "per_device_batch_size": 2,
             "global_batch_size": 4,
             "max_steps": 3,
@@ -323,10 +329,10 @@ def test_two_process_sft_matches_one_process_through_stop_and_resume(
         assert {(e["num_processes"], e["process_index"], e["backend"]) for e in infos} == {
             (2, 0, "gloo")
         }
-        # global batch 4 = 2 rows per process x 2 processes: 4 rows of 256 tokens a step
+        # global batch 4 = 2 rows per process x 2 processes: 4 rows of MAX_LENGTH a step
         # (TRL's token count starts again at a resume, so the steps before the stop)
         tokens = [e["metrics"]["num_tokens"] for e in effective_logs(events)][:stopped_at]
-        assert tokens == [1024.0 * step for step in range(1, stopped_at + 1)]
+        assert tokens == [4.0 * MAX_LENGTH * step for step in range(1, stopped_at + 1)]
         # rank 1 ran every step (its own stream, not the run's): two launches, steps 1..3
         rank1 = _lines(run_dir / "rank-1.jsonl")
         assert [e["rank"] for e in rank1 if "packages" in e] == [1, 1]
