@@ -48,18 +48,10 @@ def grades_of(row: Any) -> tuple[float, ...]:
 def measure(run: Any, model: str, suite: str, dtype: str, concurrency: int) -> dict[str, Any]:
     from core.eval.api import load_results, run_eval
     from core.experiment.report import answered
-    from core.serving.engines import EngineConfig
-    from core.serving.server import ManagedServer
 
     request = run.requests(model)[suite]
     engine = run.engine()
-    extra = ["--enable-prefix-caching"] if engine == "vllm" else []
-    server = ManagedServer(
-        EngineConfig(engine, dtype=dtype, extra_args=extra,
-                     max_num_seqs=concurrency if engine == "vllm" else None),
-        run.model_folder(model),
-        startup_timeout_s=900,
-    )  # fmt: skip
+    server = run.model_server(model, dtype=dtype, concurrency=concurrency)
     server.start()
     try:
         rows: list[dict[str, Any]] = []

@@ -55,18 +55,9 @@ def renamed_version(run: Any, tool: str, param: str, new_tool: str, new_param: s
 def check(run: Any, model: str, version: str, new_tool: str, param: str, new_param: str) -> dict:
     from core.eval.api import load_results, load_trace, run_eval
     from core.experiment.report import answered
-    from core.serving.engines import EngineConfig
-    from core.serving.server import ManagedServer
 
-    ev = run.profile.eval
     engine = run.engine()
-    extra = ["--enable-prefix-caching"] if engine == "vllm" else []
-    server = ManagedServer(
-        EngineConfig(engine, dtype=ev.dtype, extra_args=extra,
-                     max_num_seqs=ev.concurrency if engine == "vllm" else None),
-        run.model_folder(model),
-        startup_timeout_s=900,
-    )  # fmt: skip
+    server = run.model_server(model)
     request = run.requests(model)["ls-qa"]
     server.start()
     try:

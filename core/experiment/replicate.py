@@ -74,6 +74,7 @@ from core.store import Store
 
 if TYPE_CHECKING:
     from core.harness.models import Harness
+    from core.serving.server import ManagedServer
 
 STATE_FILE = "state.json"
 PROFILE_FILE = "profile.yaml"
@@ -619,6 +620,35 @@ class Replication:
             ),
         }  # fmt: skip
 
+    def model_server(
+        self,
+        model: str,
+        *,
+        dtype: str | None = None,
+        concurrency: int | None = None,
+        log_dir: Path | None = None,
+    ) -> ManagedServer:
+        """The server one model is evaluated on, as every evaluation of the run serves it (the
+        profile's engine, dtype and items in flight, prefix caching on vLLM); `dtype` and
+        `concurrency` override the profile's (benchmarks/eval_flips.py). Not started."""
+        from core.serving.engines import EngineConfig
+        from core.serving.server import ManagedServer as Server
+
+        ev = self.profile.eval
+        engine = self.engine()
+        seqs = concurrency or ev.concurrency
+        return Server(
+            EngineConfig(
+                engine,
+                dtype=dtype or ev.dtype,
+                extra_args=["--enable-prefix-caching"] if engine == "vllm" else [],
+                max_num_seqs=seqs if engine == "vllm" else None,
+            ),
+            self.model_folder(model),
+            startup_timeout_s=900,
+            log_dir=log_dir,
+        )
+
     def engine(self, say: Message = _quiet) -> str:
         """The serving engine: the profile's, or transformers serve when the profile asks for
         vLLM and no vLLM environment exists here (a one-line notice, kept in the run's notes)."""
@@ -642,8 +672,6 @@ class Replication:
         started again and the suite resumed (its model_error rows are run again). "partial"
         when the deadline stopped it."""
         from core.eval.api import RunStatus, get_eval_run
-        from core.serving.engines import EngineConfig
-        from core.serving.server import ManagedServer
 
         runs: dict[str, str] = entry.setdefault("runs", {})
         entry.setdefault("walls", {})
@@ -660,17 +688,9 @@ class Replication:
             return None
         if self.deadline_passed():
             return "partial"
-        ev = self.profile.eval
         engine = self.engine(say)
-        extra = ["--enable-prefix-caching"] if engine == "vllm" else []
         folder = self.model_folder(model)
-        server = ManagedServer(
-            EngineConfig(engine, dtype=ev.dtype, extra_args=extra,
-                         max_num_seqs=ev.concurrency if engine == "vllm" else None),
-            folder,
-            startup_timeout_s=900,
-            log_dir=self.folder / "logs" / f"serve-{model}",
-        )  # fmt: skip
+        server = self.model_server(model, log_dir=self.folder / "logs" / f"serve-{model}")
         t0 = time.monotonic()
         try:
             server.start()
