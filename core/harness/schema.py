@@ -9,7 +9,14 @@ A tool schema comes from a harness folder, so it is untrusted input:
 - a reference cycle that never descends into the arguments (``{"$ref": "#"}``, two ``$defs``
   that point at each other through ``allOf``) is refused: it would recurse forever;
 - nesting is bounded (``MAX_SCHEMA_DEPTH``) so neither the meta-schema check nor validation
-  can exhaust the stack.
+  can exhaust the stack;
+- its regexes (``pattern``, the names of ``patternProperties``) must compile under ``re`` and
+  the ``regex`` engine, and arguments are matched against them on the ``regex`` engine under
+  one time limit per call (`argument_errors`' ``timeout_s``: `ARGUMENT_CHECK_TIMEOUT_S` for the
+  loop's own check, the hook's ``timeout`` for ``validate_tool_args``), never by jsonschema's
+  untimed ``re``: a pattern that backtracks past the limit rejects the call with the reason.
+  ``unevaluatedProperties`` next to ``patternProperties`` is refused, since jsonschema matches
+  those names inside its own code, out of reach of the limit.
 
 Every check raises ValueError with the JSON path of the offending keyword; `argument_errors`
 never raises (a schema that still fails to apply becomes one error line).
@@ -18,12 +25,16 @@ never raises (a schema that still fails to apply becomes one error line).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from jsonschema import Draft202012Validator, validators
+from jsonschema.exceptions import SchemaError, ValidationError
 from referencing import Registry
+
+from core.harness.patterns import Deadline, PatternTimeout, TimedPattern, check_pattern
 
 MAX_SCHEMA_DEPTH = 48
 """How deep a tool schema may nest (objects and arrays)."""
@@ -40,6 +51,72 @@ _NAME_MAPS = frozenset(
 )
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
 _NO_NETWORK: Registry[Any] = Registry()
+
+ARGUMENT_CHECK_TIMEOUT_S = 2.0
+"""Limit for all of a tool schema's patterns against one call's arguments (the agent loop's
+own check; a `validate_tool_args` hook uses its `timeout`)."""
+
+_DEADLINE: ContextVar[Deadline | None] = ContextVar("schema_pattern_deadline", default=None)
+
+
+def _search(pattern: str, text: str) -> bool:
+    """`pattern` found in `text`, on the `regex` engine under the current check's deadline."""
+    deadline = _DEADLINE.get() or Deadline(ARGUMENT_CHECK_TIMEOUT_S)
+    return TimedPattern(pattern, deadline).search(text) is not None
+
+
+def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not _search(pattern, instance):
+        yield ValidationError(f"{instance[:200]!r} does not match {pattern[:200]!r}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if _search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(
+    validator: Any, allowed: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    properties = schema.get("properties", {})
+    patterns = list(schema.get("patternProperties", {}))
+    extras = [
+        key
+        for key in instance
+        if key not in properties and not any(_search(p, key) for p in patterns)
+    ]
+    if validator.is_type(allowed, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], allowed, path=extra)
+    elif not allowed and extras:
+        shown = ", ".join(repr(e) for e in sorted(extras, key=str))
+        if patterns:
+            verb = "does" if len(extras) == 1 else "do"
+            listed = ", ".join(repr(p) for p in sorted(patterns))
+            yield ValidationError(f"{shown} {verb} not match any of the regexes: {listed}")
+        else:
+            verb = "was" if len(extras) == 1 else "were"
+            yield ValidationError(
+                f"Additional properties are not allowed ({shown} {verb} unexpected)"
+            )
+
+
+_TimedValidator: Any = validators.extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator,
+    {
+        "pattern": _pattern,
+        "patternProperties": _pattern_properties,
+        "additionalProperties": _additional_properties,
+    },
+)
 
 
 def _key(schema: dict[str, Any]) -> str | None:
@@ -72,6 +149,28 @@ def _pointer_target(root: Any, fragment: str, anchors: dict[str, Any]) -> Any:
     return node
 
 
+def _check_patterns(path: tuple[str, ...], node: dict[str, Any]) -> None:
+    """Raise ValueError for a regex of `node` that `re` or `regex` cannot compile, or an
+    ``unevaluatedProperties`` beside ``patternProperties`` (see the module doc)."""
+    found: list[tuple[str, Any]] = [("pattern", node.get("pattern"))]
+    names = node.get("patternProperties")
+    if isinstance(names, dict):
+        found += [(f"patternProperties/{name}", name) for name in names]
+        if "unevaluatedProperties" in node:
+            raise ValueError(
+                f"invalid JSON Schema at {_where(path)}: unevaluatedProperties beside "
+                "patternProperties is not supported in tool schemas (use additionalProperties)"
+            )
+    for where, pattern in found:
+        if isinstance(pattern, str):
+            try:
+                check_pattern(pattern)
+            except ValueError as exc:
+                raise ValueError(
+                    f"invalid JSON Schema at {_where((*path, where))}: {exc}"
+                ) from None
+
+
 def check_schema_references(schema: Any) -> None:
     """Raise ValueError for a remote or dangling reference, an ``$id``, a non-terminating
     reference cycle, or nesting deeper than MAX_SCHEMA_DEPTH."""
@@ -97,6 +196,7 @@ def check_schema_references(schema: Any) -> None:
             for key in ("$anchor", "$dynamicAnchor"):
                 if isinstance(node.get(key), str):
                     anchors[node[key]] = node
+            _check_patterns(path, node)
             for key, value in node.items():
                 if key not in _DATA_KEYWORDS:
                     stack.append(((*path, str(key)), value, depth + 1))
@@ -182,8 +282,8 @@ def _meta_error(key: str) -> str | None:
 
 
 @lru_cache(maxsize=4096)
-def _validator(key: str) -> Draft202012Validator:
-    return Draft202012Validator(json.loads(key), registry=_NO_NETWORK)
+def _validator(key: str) -> Any:
+    return _TimedValidator(json.loads(key), registry=_NO_NETWORK)
 
 
 def check_json_schema(schema: dict[str, Any]) -> None:
@@ -216,24 +316,33 @@ def check_parameters_schema(schema: dict[str, Any]) -> None:
             raise ValueError(f"required parameter {name!r} is not in properties")
 
 
-def argument_errors(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
+def argument_errors(
+    schema: dict[str, Any],
+    arguments: dict[str, Any],
+    *,
+    timeout_s: float = ARGUMENT_CHECK_TIMEOUT_S,
+) -> list[str]:
     """Human-readable validation errors of `arguments` against `schema`, sorted by path.
 
     Never raises: a schema that cannot be applied (a reference that does not resolve, runaway
-    recursion) is one error line. No reference is ever fetched from the network.
+    recursion, patterns that run past `timeout_s` together) is one error line. No reference is
+    ever fetched from the network.
     """
+    token = _DEADLINE.set(Deadline(timeout_s))
     try:
         key = _key(schema)
         validator = (
-            _validator(key)
-            if key is not None
-            else Draft202012Validator(schema, registry=_NO_NETWORK)
+            _validator(key) if key is not None else _TimedValidator(schema, registry=_NO_NETWORK)
         )
         found = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    except PatternTimeout as exc:
+        return [f"the arguments could not be checked in time: {exc}"]
     except RecursionError:
         return ["the tool's schema could not be applied: it recurses without end"]
     except Exception as exc:  # referencing/jsonschema errors of a schema that skipped the checks
         return [f"the tool's schema could not be applied: {type(exc).__name__}: {exc}"[:300]]
+    finally:
+        _DEADLINE.reset(token)
     errors = []
     for err in found:
         where = ".".join(str(p) for p in err.absolute_path)

@@ -13,7 +13,8 @@ Declarative kinds:
 - `require_reply_skill` (before_reply): blocks a reply when no enabled reply-kind skill was
   loaded in this request (skills loaded in earlier requests of a chat do not count).
 - `validate_tool_args` (before_tool): matched tools' arguments must also satisfy
-  `params.schema` (the tool's own schema is always checked by the loop first).
+  `params.schema` (the tool's own schema is always checked by the loop first); the schema's
+  patterns share the hook's `timeout`, and arguments they cannot clear in time are blocked.
 - `forbidden_claims` (before_reply or on_input): case-insensitive regexes searched in the reply,
   or on on_input in the viewer message.
 - `fact_check` (before_reply): every number in the reply (`params.number_pattern`, value >=
@@ -139,7 +140,7 @@ def _require_reply_skill(hook: Hook, data: HookInput, harness: Harness) -> HookR
 
 def _validate_tool_args(hook: Hook, data: HookInput, harness: Harness) -> HookResult:
     params: ValidateToolArgsParams = parse_params(hook.kind, hook.params)
-    errors = argument_errors(params.schema_, data.arguments or {})
+    errors = argument_errors(params.schema_, data.arguments or {}, timeout_s=hook.timeout)
     if errors:
         return HookResult.block(f"arguments of {data.tool}: " + "; ".join(errors))
     return HookResult.allow()
