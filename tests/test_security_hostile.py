@@ -5,7 +5,9 @@ the network). Each test failed on the code before its fix."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +17,7 @@ from hypothesis import strategies as st
 from core.harness.demo import load_demo_harness
 from core.harness.models import Hook
 from core.harness.schema import argument_errors
-from core.runtime import Decision, HookInput, run_hook
+from core.runtime import Decision, HookInput, run_hook, run_python_hook
 
 # ----------------------------------------------------------------------------- B10. ReDoS
 
@@ -98,3 +100,74 @@ def test_schema_regexes_are_checked_at_import() -> None:
         )
     with pytest.raises(ValueError, match=r"properties/q/pattern.*not a valid regex"):
         check_parameters_schema({"type": "object", "properties": {"q": {"pattern": "(?<n>a"}}})
+
+
+# ----------------------------------------------------------------------------- B11. hook children
+
+
+def _gone(pid: int, within_s: float = 5.0) -> bool:
+    import psutil
+
+    end = time.monotonic() + within_s
+    while True:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        if time.monotonic() >= end:
+            return False
+        time.sleep(0.05)
+
+
+_CRASHER = """
+import os, signal, time
+def check(event):
+    if os.fork() == 0:
+        os.setsid()
+        if {double} and os.fork():
+            os._exit(0)
+        with open({path!r}, "w") as fh:
+            fh.write(str(os.getpid()))
+        time.sleep(120)
+        os._exit(0)
+    end = time.time() + 5
+    while not os.path.exists({path!r}) and time.time() < end:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    {crash}
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
+@pytest.mark.parametrize(
+    ("crash", "double"),
+    [
+        ("os._exit(3)", False),
+        ("os._exit(3)", True),
+        ("os.kill(os.getpid(), signal.SIGKILL)", False),
+        ("raise RuntimeError('boom')", True),
+    ],
+)
+def test_a_crashed_python_hook_leaves_no_process_behind(
+    tmp_path: Path, crash: str, double: bool
+) -> None:
+    """A hook that starts a child in a session of its own and then dies (exits, is killed,
+    raises) takes the child with it, and the decision names what happened."""
+    pid_file = tmp_path / "pid"
+    source = _CRASHER.format(path=str(pid_file), double=double, crash=crash)
+    hook = Hook(name="py", event="before_reply", kind="python", source=source, timeout=20)
+    result = asyncio.run(run_python_hook(hook, {"reply": "hi"}))
+    pid = int(pid_file.read_text())
+    try:
+        assert result.decision is Decision.ERROR, result
+        assert _gone(pid), f"the crashed hook's child {pid} is still running"
+        if "_exit" in crash:
+            assert "exit code 3" in result.reason, result.reason
+        elif "SIGKILL" in crash:
+            assert "crashed" in result.reason and "SIGKILL" in result.reason, result.reason
+        else:
+            assert "boom" in result.reason
+    finally:
+        if not _gone(pid, 0):
+            os.kill(pid, 9)

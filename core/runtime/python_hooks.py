@@ -12,14 +12,17 @@ corrupt the protocol line. Everything else is an error decision, never an except
   without starting a process;
 - past `hook.timeout` -> the child's whole process group is killed -> "timed out";
 - `check` raises (or the source does not compile) -> the exception line, with the hook line;
+- the hook process dies before it returns -> its exit code, or the signal that killed it;
 - no output, non-JSON output, or a result of the wrong shape -> an error naming what came back.
 
 The child gets a scrubbed environment: only the variables in `ENV_ALLOW` (PATH, locale,
 time zone, temporary folder, HOME) and those named `HAT_HOOK_*`, never the parent's API keys
-or tokens. On Linux the runner makes itself a child subreaper, so whatever the hook starts
-(even a grandchild that calls `setsid` or double-forks) stays in its process tree: on a
-timeout the whole tree is stopped and killed, and a hook that returns leaves nothing running
-(the runner kills its remaining descendants before it exits).
+or tokens. On Linux the runner makes itself a child subreaper and runs the hook in a forked
+worker, so whatever the hook starts (even a grandchild that calls `setsid` or double-forks)
+stays in the runner's process tree: on a timeout the whole tree is stopped and killed, and a
+hook that returns, raises or crashes (exits early, is killed by a signal) leaves nothing
+running: the runner outlives the worker, kills its remaining descendants, and reports how
+the worker ended. The hook's process group is killed as well once the runner has exited.
 
 A child process isolates crashes, hangs and memory blowups from the loop; it is not a security
 sandbox, which is why imported hooks need explicit trust.
@@ -106,11 +109,11 @@ def _reap():
             except OSError:
                 pass
 
-def _main():
+def _main(text):
     out = sys.stdout
     sys.stdout = sys.stderr
     try:
-        request = json.loads(sys.stdin.read())
+        request = json.loads(text)
         namespace = {"__name__": "hat_hook"}
         exec(compile(request["source"], "<hook>", "exec"), namespace)
         check = namespace.get("check")
@@ -127,13 +130,41 @@ def _main():
         if where and where[-1]:
             message += f" (hook line {where[-1]})"
         line = json.dumps({"error": message})
-    if sys.platform.startswith("linux"):
-        _reap()
     out.write(line + "\n")
     out.flush()
 
+def _supervise(text):
+    # the hook runs in a forked worker; this process (the subreaper) outlives it, so whatever
+    # the worker started is still its descendant when the worker exits, crashes or is killed
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _main(text)
+        finally:
+            os._exit(0)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    _reap()
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = "signal %d" % number
+        message = "it was killed by %s before it returned" % name
+        sys.stdout.write(json.dumps({"crashed": message}) + "\n")
+        sys.stdout.flush()
+    sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
 _subreaper()
-_main()
+if sys.platform.startswith("linux") and hasattr(os, "fork"):
+    _supervise(sys.stdin.read())
+else:
+    _main(sys.stdin.read())
 """
 
 _MAX_SHOWN = 200
@@ -170,6 +201,9 @@ async def run_python_hook(
     except BaseException:  # cancelled: do not leave the child behind
         await _kill(proc)
         raise
+    if os.name == "posix":  # whatever is left in the hook's process group
+        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
     return decode_output(stdout, stderr, proc.returncode)
 
 
@@ -189,6 +223,8 @@ def decode_output(stdout: bytes, stderr: bytes, returncode: int | None) -> HookR
         return HookResult.error(f"python hook printed garbage: {last[:_MAX_SHOWN]!r}")
     if "error" in data:
         return HookResult.error(f"python hook raised {data['error']}"[: _MAX_SHOWN * 2])
+    if "crashed" in data:
+        return HookResult.error(f"python hook crashed: {data['crashed']}"[: _MAX_SHOWN * 2])
     result = data.get("result")
     shape = 'expected {"decision": "allow" | "block", "reason": str}'
     if not isinstance(result, dict):
@@ -204,10 +240,11 @@ def decode_output(stdout: bytes, stderr: bytes, returncode: int | None) -> HookR
     return HookResult.allow(reason)
 
 
-def kill_tree(pid: int) -> None:
+def kill_tree(pid: int, *, keep_root: bool = False) -> None:
     """Kill process `pid` and every descendant, wherever their session or group: stop them all
     first (so none can fork a new one), then kill. Since the runner is a child subreaper, an
-    orphan of the hook stays under it until then."""
+    orphan of the hook stays under it until then. With `keep_root`, `pid` itself is resumed
+    instead of killed, so it reaps the others (the runner then exits on its own)."""
     import psutil
 
     try:
@@ -229,14 +266,22 @@ def kill_tree(pid: int) -> None:
             break
     for proc in seen.values():
         with contextlib.suppress(psutil.Error):
-            proc.kill()
+            if proc is not root or not keep_root:
+                proc.kill()
+    if keep_root:
+        with contextlib.suppress(psutil.Error):
+            root.resume()
 
 
 async def _kill(proc: asyncio.subprocess.Process) -> None:
+    supervised = sys.platform.startswith("linux")  # the runner reaps the hook's processes
     if proc.returncode is None:
         with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
             if os.name == "posix":
-                kill_tree(proc.pid)
+                kill_tree(proc.pid, keep_root=supervised)
+                if supervised:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(proc.wait(), 5.0)
                 os.killpg(proc.pid, signal.SIGKILL)
             else:
                 proc.kill()
