@@ -171,3 +171,93 @@ def test_a_crashed_python_hook_leaves_no_process_behind(
     finally:
         if not _gone(pid, 0):
             os.kill(pid, 9)
+
+
+# ----------------------------------------------------------------------------- B12. URL secrets
+
+_SECRETS = ("s3cret", "t0k3n", "k3yk3y", "pw0rd", "s1gn")
+
+
+def _no_secret_under(*folders: Path) -> None:
+    for folder in folders:
+        for path in folder.rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                for secret in _SECRETS:
+                    assert secret.encode() not in data, f"{secret} stored in {path}"
+
+
+@pytest.mark.parametrize(
+    ("url", "clean"),
+    [
+        ("http://user:pw@host:8000/v1", "http://host:8000/v1"),
+        ("https://h/v1?token=t&x=1&api_key=k", "https://h/v1?x=1"),
+        ("https://h/v1?X-Api-Key=k&Signature=s&sig=s&access_token=a&page=2", "https://h/v1?page=2"),
+        ("https://h/v1?apikey=1&key=2&secret=3&password=4", "https://h/v1"),
+        ("http://localhost:8000/v1", "http://localhost:8000/v1"),
+    ],
+)
+def test_redact_url(url: str, clean: str) -> None:
+    from core.serving.client import redact_url
+
+    assert redact_url(url) == clean
+
+
+def test_eval_run_stores_no_credentials_of_its_urls(hat_home: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from core.cli.main import app
+    from core.eval.api import list_eval_runs, load_results
+    from core.serving.server import free_port
+    from core.store import Store
+
+    port = free_port()
+    base = f"http://user:s3cret@127.0.0.1:{port}/v1?token=t0k3n&x=1"
+    judge = f"http://judge:pw0rd@127.0.0.1:{port}/v1?api_key=k3yk3y&sig=s1gn"
+    out = tmp_path / "report"
+    result = CliRunner().invoke(
+        app,
+        [
+            "eval", "run", "--base-url", base, "--model-id", "m", "--judge-url", judge,
+            "--judge-model", "j", "--suite", "ls-qa", "--limit", "2", "--concurrency", "1",
+            "--out", str(out),
+        ],
+    )  # fmt: skip
+    assert "Traceback" not in result.output
+    assert (out / "report.json").exists() and (out / "report.md").exists(), result.output
+    store = Store.open(hat_home / "hat.db")
+    try:
+        (run,) = list_eval_runs(store)
+        text = run.request.model_dump_json() + str(run.reason)
+        text += "".join(str(r.reason) for r in load_results(store, run.id))
+        assert f"127.0.0.1:{port}" in text
+        for secret in _SECRETS:
+            assert secret not in text
+        assert run.request.base_url == f"http://127.0.0.1:{port}/v1?x=1"
+    finally:
+        store.close()
+    _no_secret_under(hat_home, out)
+
+
+def test_data_generate_rejects_store_no_token_of_the_teacher_url(
+    hat_home: Path, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from core.cli.main import app
+    from core.serving.server import free_port
+
+    port = free_port()
+    url = f"http://u:s3cret@127.0.0.1:{port}/v1?token=t0k3n&api-key=k3yk3y"
+    out = tmp_path / "data" / "rows.jsonl"
+    result = CliRunner().invoke(
+        app,
+        [
+            "data", "generate", "--out", str(out), "--teacher-url", url, "--teacher-model", "m",
+            "--limit", "1", "--concurrency", "1", "--sampler", "identity",
+        ],
+    )  # fmt: skip
+    assert "Traceback" not in result.output
+    rejects = out.with_name(out.name + ".rejects.jsonl").read_text()
+    assert f"127.0.0.1:{port}" in rejects, rejects[:500]
+    _no_secret_under(hat_home, out.parent)

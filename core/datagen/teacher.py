@@ -9,11 +9,13 @@ native tool call whose arguments are not a JSON object reaches the loop's schema
 
 `TeacherSpec` says which teacher a job uses and is what a data row records as provenance.
 
-Credentials never reach a stored row: a URL's userinfo (`http://user:pw@host`) is stripped
-from every URL a spec records, and from the URL in error messages (which traces keep). The
-API key comes from, in order: the `api_key` argument, the OS keyring (`keyring`, service
-`hat-studio`, user the teacher's host, e.g. `api.openai.com`, then `OPENAI_API_KEY`), the
-`OPENAI_API_KEY` environment variable, else "EMPTY" (local servers ignore it). Set one with
+Credentials never reach a stored row: a URL's userinfo (`http://user:pw@host`) and its
+secret-looking query values (`?token=`, `api_key=`, `sig=`, ...: `redact_url` in
+core/serving/client.py) are stripped from every URL a spec records, and from the URL in error
+messages (which traces and rejects keep). The API key comes from, in order: the `api_key`
+argument, the OS keyring (`keyring`, service `hat-studio`, user the teacher's host, e.g.
+`api.openai.com`, then `OPENAI_API_KEY`), the `OPENAI_API_KEY` environment variable, else
+"EMPTY" (local servers ignore it). Set one with
 `keyring set hat-studio api.openai.com`.
 """
 
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from core.serving.client import GenerationOptions, OpenAIChatClient
+from core.serving.client import GenerationOptions, OpenAIChatClient, redact_url
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ class TeacherSpec:
 
     def __post_init__(self) -> None:
         if self.url is not None:
-            object.__setattr__(self, "url", strip_userinfo(self.url))
+            object.__setattr__(self, "url", redact_url(self.url))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
@@ -124,8 +126,8 @@ class OpenAITeacher(OpenAIChatClient):
             api_key=teacher_api_key(base_url, api_key),
             max_retries=max_retries,
         )
-        self.url = strip_userinfo(base_url)
-        self.base_url = strip_userinfo(self.base_url)  # only shown in messages from here on
+        self.url = redact_url(base_url)
+        self.base_url = redact_url(self.base_url)  # only shown in messages from here on
 
     @property
     def spec(self) -> TeacherSpec:

@@ -92,7 +92,9 @@ class RunServer:
             if await self.healthy():
                 return False
             if self.managed is None:
-                self.down = f"the server at {self.base_url} stopped answering"
+                from core.serving.client import redact_url
+
+                self.down = f"the server at {redact_url(self.base_url)} stopped answering"
                 return False
             if self.restarts >= 1:
                 self.down = "the server died again after its one restart"

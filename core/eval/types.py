@@ -17,7 +17,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from core.eval.results import EvalResult, Suite
 from core.harness.demo import DEMO_HARNESS
@@ -116,6 +116,15 @@ class EvalRequest(BaseModel):
     @classmethod
     def _unique_suites(cls, suites: list[Suite]) -> list[Suite]:
         return list(dict.fromkeys(suites))
+
+    @field_serializer("base_url", "judge_url")
+    def _stored_url(self, url: str | None) -> str | None:
+        """What a dump (the store, report.json, the fingerprint) records: the URL without
+        credentials (`redact_url`); the request in memory keeps what it was given, so the
+        run it starts can still authenticate."""
+        from core.serving.client import redact_url
+
+        return None if url is None else redact_url(url)
 
     def fingerprint(self) -> str:
         """What makes two runs' rows comparable item by item: everything that changes an

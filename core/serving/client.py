@@ -21,6 +21,8 @@ Every call streams (`stream=True`) and measures, on the client side (DESIGN.md Â
 Every failure becomes a `ModelError` whose message names the cause (server unreachable,
 HTTP status, request timeout, stream cut mid-reply, error event in the stream), so the loop
 records status `model_error` and a chat can keep its history and go on once the server is back.
+Messages name the server by `redact_url(base_url)`: traces and reports keep them, so no
+credentials of the URL (userinfo, `?token=`-like query values) may reach them.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 import httpx
 import openai
@@ -64,6 +67,43 @@ class GenerationOptions:
         if self.stop:
             data["stop"] = list(self.stop)
         return data
+
+
+_SECRET_QUERY_NAMES = frozenset(
+    {
+        "token", "key", "apikey", "secret", "password", "passwd", "pwd", "pass", "sig",
+        "signature", "auth", "authorization", "credential", "credentials", "session",
+        "sessionid", "jwt", "bearer", "code",
+    }
+)  # fmt: skip
+_SECRET_QUERY_SUFFIXES = ("_token", "_key", "_secret", "_password", "_signature", "_sig", "_auth")
+
+
+def secret_query_name(name: str) -> bool:
+    """Whether a URL query parameter called `name` looks like it carries a secret
+    (`token`, `api_key`, `X-Api-Key`, `access_token`, `sig`, `client_secret`, ...)."""
+    folded = unquote_plus(name).strip().lower().replace("-", "_")
+    return folded in _SECRET_QUERY_NAMES or folded.endswith(_SECRET_QUERY_SUFFIXES)
+
+
+def redact_url(url: str) -> str:
+    """`url` as it may be stored or shown: without `user:password@` and without the query
+    parameters whose names look secret (`secret_query_name`); everything else is kept as
+    written. Keys belong in the environment or the OS keyring, never in a stored URL. A URL
+    that does not parse is replaced by a placeholder when it holds `@` or `?`."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(a URL that does not parse)" if "@" in url or "?" in url else url
+    netloc = parts.netloc.rsplit("@", 1)[1] if "@" in parts.netloc else parts.netloc
+    query = "&".join(
+        pair
+        for pair in parts.query.split("&")
+        if pair and not secret_query_name(pair.split("=", 1)[0])
+    )
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 class OpenAIChatClient:
@@ -105,6 +145,11 @@ class OpenAIChatClient:
             "timeout": httpx.Timeout(timeout_s, connect=connect_timeout_s),
         }
         self._client = openai.AsyncOpenAI(base_url=self.base_url, **self._settings)
+
+    @property
+    def shown_url(self) -> str:
+        """`base_url` as messages show it (`redact_url`)."""
+        return redact_url(self.base_url)
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -154,27 +199,27 @@ class OpenAIChatClient:
                 await self._stream(body, call)
         except TimeoutError:
             raise ModelError(
-                f"request timeout: no complete reply from {self.base_url} within "
+                f"request timeout: no complete reply from {self.shown_url} within "
                 f"{self.timeout_s:g} s ({call.describe_progress()})"
             ) from None
         except openai.APITimeoutError:
             raise ModelError(
-                f"request timeout: the model server at {self.base_url} did not answer within "
+                f"request timeout: the model server at {self.shown_url} did not answer within "
                 f"{self.timeout_s:g} s"
             ) from None
         except openai.APIConnectionError as exc:
             cause = _root_cause(exc)
             if call.started_output or call.chunks:
                 raise ModelError(
-                    f"the model server at {self.base_url} closed the stream mid-reply "
+                    f"the model server at {self.shown_url} closed the stream mid-reply "
                     f"({call.describe_progress()}): {cause}"
                 ) from None
             raise ModelError(
-                f"cannot reach the model server at {self.base_url}: {cause} (is it running?)"
+                f"cannot reach the model server at {self.shown_url}: {cause} (is it running?)"
             ) from None
         except openai.APIStatusError as exc:
             raise ModelError(
-                f"the model server at {self.base_url} answered HTTP {exc.status_code}: "
+                f"the model server at {self.shown_url} answered HTTP {exc.status_code}: "
                 f"{_status_detail(exc)}"
             ) from None
         except openai.APIError as exc:  # an error event inside the stream
@@ -183,7 +228,7 @@ class OpenAIChatClient:
             ) from None
         except (httpx.TransportError, httpx.StreamError) as exc:
             raise ModelError(
-                f"the model server at {self.base_url} closed the stream mid-reply "
+                f"the model server at {self.shown_url} closed the stream mid-reply "
                 f"({call.describe_progress()}): {type(exc).__name__}: {exc or 'connection lost'}"
             ) from None
         return call.reply(self.token_counter)

@@ -2,14 +2,15 @@
 
 The judge samples its votes (temperature 0.7 by default, so a majority means something) and
 answers in a short JSON object, hence its own generation options; the key comes from
-`api_key` or `$OPENAI_API_KEY` (local servers take any).
+`api_key` or `$OPENAI_API_KEY` (local servers take any). The judge's recorded and shown URL
+is `redact_url(base_url)` (no credentials).
 """
 
 from __future__ import annotations
 
 import os
 
-from core.serving.client import GenerationOptions, OpenAIChatClient
+from core.serving.client import GenerationOptions, OpenAIChatClient, redact_url
 from core.sim.judge import LLMJudge
 
 
@@ -32,4 +33,4 @@ def http_judge(
         api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
         max_retries=max_retries,
     )
-    return LLMJudge(client, model, base_url=base_url, samples=samples)
+    return LLMJudge(client, model, base_url=redact_url(base_url), samples=samples)
