@@ -37,3 +37,9 @@ def runs_dir(root: Path | None = None) -> Path:
 
 def datasets_dir(root: Path | None = None) -> Path:
     return (root or home()) / "datasets"
+
+
+def server_logs_dir(root: Path | None = None) -> Path:
+    """Managed model servers' logs (`<engine>-<port>.log`): in the user's own home, never in
+    the shared temporary folder, where anyone could plant a link at the name."""
+    return (root or home()) / "logs" / "servers"

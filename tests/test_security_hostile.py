@@ -261,3 +261,43 @@ def test_data_generate_rejects_store_no_token_of_the_teacher_url(
     rejects = out.with_name(out.name + ".rejects.jsonl").read_text()
     assert f"127.0.0.1:{port}" in rejects, rejects[:500]
     _no_secret_under(hat_home, out.parent)
+
+
+# ----------------------------------------------------------------------------- B13. server logs
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symbolic links")
+def test_a_planted_server_log_link_is_refused(
+    hat_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    from core.paths import server_logs_dir
+    from core.serving.engines import EngineConfig
+    from core.serving.server import ManagedServer, ServerError, free_port
+    from tests.test_serving_support import fake_model_folder
+
+    shared = tmp_path / "shared-tmp"  # stands for /tmp, where anyone may plant a link
+    shared.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    port = free_port()
+    for folder in (shared / "hat-studio-servers", server_logs_dir()):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"transformers-{port}.log").symlink_to(victim)
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\nexit 3\n")
+    python.chmod(0o755)
+    server = ManagedServer(
+        EngineConfig("transformers", python=str(python)),
+        str(fake_model_folder(tmp_path / "m")),
+        port=port,
+        startup_timeout_s=5,
+    )
+    with pytest.raises(ServerError) as info:
+        server.start(wait=False)
+    assert "symbolic link" in str(info.value) and f"transformers-{port}.log" in str(info.value)
+    assert victim.read_text() == "precious"
+    assert server.process is None
+    assert server_logs_dir().is_relative_to(hat_home)

@@ -16,7 +16,10 @@
   process ends in any way the pipe reads EOF and the watchdog kills the whole group.
   (`PR_SET_PDEATHSIG` fires when the forking *thread* ends, and the studio starts servers
   from worker threads, so it would kill healthy servers.)
-* Output goes to a log file (`log_path`); every error carries its last lines.
+* Output goes to a log file (`log_path`): `<engine>-<port>.log` in the user's own home
+  (`core.paths.server_logs_dir`, not the shared temporary folder), opened `O_NOFOLLOW` and
+  truncated, so a link planted at the name is refused (`open_log`) instead of written
+  through; every error carries its last lines.
 * Start-up failures name their cause: interpreter missing, port in use, model folder broken,
   engine not installed in that environment, the process dying, or no healthy answer within
   `startup_timeout_s`.
@@ -26,22 +29,23 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import os
 import re
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 import weakref
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, BinaryIO
 
 import httpx
 
 from core.exits import exit_words, tail_lines
+from core.paths import server_logs_dir
 from core.serving.engines import EngineConfig, LaunchSpec, build_launch
 
 _LIVE: weakref.WeakSet[ManagedServer] = weakref.WeakSet()
@@ -95,6 +99,25 @@ class ServerError(Exception):
         super().__init__(message)
         self.kind = kind
         self.log_tail = log_tail
+
+
+def open_log(path: Path) -> BinaryIO:
+    """`path` opened for writing from scratch (created 0600, truncated), never through a
+    symbolic link: a link at the name is a ServerError naming it, and nothing is written."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or path.is_symlink():
+            raise ServerError(
+                f"the server log {path} is a symbolic link; HAT Studio does not write through "
+                "links (remove it and start again)",
+                kind="log_refused",
+            ) from None
+        raise ServerError(
+            f"cannot open the server log {path}: {exc.strerror}", kind="log_refused"
+        ) from None
+    return os.fdopen(fd, "wb")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -208,11 +231,17 @@ class ManagedServer:
                     + _install_hint(self.engine),
                     kind="binary_missing",
                 )
-            log_dir = self.log_dir or Path(tempfile.gettempdir()) / "hat-studio-servers"
-            log_dir.mkdir(parents=True, exist_ok=True)
+            log_dir = self.log_dir or server_logs_dir()
+            try:
+                log_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ServerError(
+                    f"cannot create the server log folder {log_dir}: {exc.strerror}",
+                    kind="log_refused",
+                ) from None
             self.log_path = log_dir / f"{self.engine}-{port}.log"
             env = {**os.environ, **self.spec.env, "PYTHONUNBUFFERED": "1"}
-            with self.log_path.open("wb") as log:
+            with open_log(self.log_path) as log:
                 log.write(f"$ {' '.join(self.spec.argv)}\n".encode())
                 log.flush()
                 try:
