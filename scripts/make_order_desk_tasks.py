@@ -269,6 +269,12 @@ def call(tool: str, **arguments: Any) -> dict[str, Any]:
     return {"tool": tool, "arguments": arguments}
 
 
+def refused(tool: str, **arguments: Any) -> dict[str, Any]:
+    """A gold call whose tool's refusal is the answer (`expect_error`: without it a gold call
+    that meets a tool error makes the task's gold broken)."""
+    return {"tool": tool, "arguments": arguments, "expect_error": True}
+
+
 def tool_error(fn: Callable[..., Any], **kwargs: Any) -> str:
     """The refusal message of a call that must fail."""
     try:
@@ -415,7 +421,7 @@ def a_return_refused(e: dict[str, Any]) -> Made:
     order = lookup_order(e["oid"])
     calls = [
         call("lookup_order", order_id=e["oid"]),
-        call("start_return", order_id=e["oid"], reason=e["reason"]),
+        refused("start_return", order_id=e["oid"], reason=e["reason"]),
     ]
     if "outside" in message:
         window = shop.POLICIES["returns"]["window_days"]
@@ -500,14 +506,14 @@ def a_order_missing(e: dict[str, Any]) -> Made:
     message = tool_error(lookup_order, order_id=e["oid"])
     assert message == f"no order {e['oid']}", message
     facts = [e["oid"], fact(ORDER_NOT_FOUND)]
-    return Made(facts, [call("lookup_order", order_id=e["oid"])], ORDER)
+    return Made(facts, [refused("lookup_order", order_id=e["oid"])], ORDER)
 
 
 def a_parcel_missing(e: dict[str, Any]) -> Made:
     message = tool_error(track_parcel, tracking_no=e["trk"])
     assert message.startswith("no parcel"), message
     facts = [e["trk"], fact(PARCEL_NOT_FOUND)]
-    return Made(facts, [call("track_parcel", tracking_no=e["trk"])], ORDER)
+    return Made(facts, [refused("track_parcel", tracking_no=e["trk"])], ORDER)
 
 
 def a_book_missing(e: dict[str, Any]) -> Made:

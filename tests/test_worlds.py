@@ -208,7 +208,8 @@ def test_a_gold_that_cannot_play_is_refused_before_anything_runs(tmp_path: Path)
     lines = TASKS.read_text().splitlines()
     broken = json.loads(lines[0])
     broken["id"] = "broken-1"
-    broken["gold_calls"] = [{"tool": "lookup_order", "arguments": {"order_id": "NW-99999"}},
+    broken["gold_calls"] = [{"tool": "lookup_order", "arguments": {"order_id": "NW-99999"},
+                             "expect_error": True},
                             {"tool": "read_ticket_log", "arguments": {"ticket_id": 7}}]  # fmt: skip
     bad.write_text("\n".join([*lines, json.dumps(broken)]) + "\n")
     out = tmp_path / "rows.jsonl"

@@ -75,12 +75,22 @@ def validate(
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds an MCP server may take to start (--probe).")
     ] = 20.0,
+    tasks: Annotated[
+        Path | None,
+        typer.Option(
+            "--tasks",
+            help="Also check this task file against the harness: the names its golds use and, "
+            "with --trust, every task's gold played once through the real tools.",
+        ),
+    ] = None,
 ) -> None:
     """Check a harness folder; list every problem with its file and field, and every tool
     binding the runtime cannot run (tool, binding, reason, one a line)."""
     from core.runtime.tool_runtime import binding_problems, probe_bindings
 
     harness = _read(path, trust)
+    if tasks is not None:
+        _check_tasks(harness, tasks, trust)
     if probe:
         import asyncio
 
@@ -107,6 +117,41 @@ def validate(
     if problems:
         fail(f"{len(problems)} tool(s) of {path} have bindings the runtime cannot run")
     console.print(f"[green]ok[/green] {summary}", soft_wrap=True)
+
+
+def _check_tasks(harness: Harness, path: Path, trust: bool) -> None:
+    """`validate --tasks`: the task file's names, then (trusted) each gold played once."""
+    import asyncio
+
+    from core.episode.open_world import WorldUnavailable, open_world
+    from core.taskfile.models import TaskFileError, check_against_harness, load_task_file
+
+    try:
+        tasks = load_task_file(path)
+    except TaskFileError as exc:
+        fail(str(exc))
+    problems = check_against_harness(
+        tasks, {t.name for t in harness.tools}, {s.name for s in harness.skills}
+    )
+    if not problems and trust:
+
+        async def golds() -> dict[str, str]:
+            async with open_world(harness, task_file=True) as world:
+                return await world.unplayable_golds(list(tasks))
+
+        try:
+            problems = list(asyncio.run(golds()).values())
+        except WorldUnavailable as exc:
+            fail(f"{path}: the golds cannot be played: {exc}")
+    for problem in problems:
+        console.print(f"[red]task[/red] {esc(problem)}", soft_wrap=True)
+    if problems:
+        fail(f"{len(problems)} problem(s) in {path} against {harness.name}")
+    played = "every gold plays to full marks" if trust else "golds not played (add --trust)"
+    console.print(
+        f"[green]ok[/green] {path}: {len(tasks)} tasks, names match the harness; {played}",
+        soft_wrap=True,
+    )
 
 
 @app.command("import")

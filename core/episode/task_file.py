@@ -43,7 +43,7 @@ from core.runtime.client import ScriptedClient
 from core.runtime.trace import ToolCallStep
 from core.sim.graders import GraderResult
 from core.sim.surface import HarnessSurface
-from core.taskfile.gold import gold_client
+from core.taskfile.gold import gold_client, returned_error
 from core.taskfile.grading import grade_own
 from core.taskfile.models import OwnTask
 
@@ -191,13 +191,13 @@ class TaskFileWorld(World[OwnTask]):
 
     async def _checked(self, task: OwnTask) -> Trace:
         trace = await self.gold_trace(task, self.original)
-        failed = [s for s in trace.steps_of(ToolCallStep) if _failed_in_gold(s)]
-        if failed:
-            step = failed[0]
-            raise GoldUnavailable(
-                f"task {task.id}: the tool {step.name} failed in the gold run "
-                f"({step.error_kind}: {step.error})"
-            )
+        calls = trace.steps_of(ToolCallStep)
+        for i, (step, call) in enumerate(zip(calls, task.gold_calls, strict=False)):
+            problem = _gold_call_problem(step, call.expect_error)
+            if problem is not None:
+                raise GoldUnavailable(
+                    f"task {task.id}: gold_calls[{i}] ({step.name}) {problem} in the gold run"
+                )
         if not trace.ok:
             raise GoldUnavailable(
                 f"task {task.id}: the gold run ended {trace.status.value}: {trace.reason or ''}"
@@ -260,8 +260,9 @@ class TaskFileWorld(World[OwnTask]):
 
 
 ANSWER_ERROR_KINDS = frozenset({"error"})
-"""Tool error kinds a gold may meet as an answer (an order that does not exist, a return
-outside its window: the tool's own ToolError), unless the tool crashed. Anything else in a
+"""Tool error kinds a gold call marked `expect_error` may meet as its answer (an order that
+does not exist, a return outside its window: the tool's own ToolError), unless the tool
+crashed. Anything else in a
 gold run (a timeout, a malformed result, an unknown tool, invalid arguments, a hook block)
 means the gold cannot be played as the file states it."""
 
@@ -283,7 +284,18 @@ def _same_words(a: str, b: str) -> bool:
     return bool(b.strip()) and words(a) == words(b)
 
 
-def _failed_in_gold(step: ToolCallStep) -> bool:
-    if step.error_kind is None:
-        return False
-    return step.crashed or step.error_kind not in ANSWER_ERROR_KINDS
+def _gold_call_problem(step: ToolCallStep, expect_error: bool) -> str | None:
+    """Why one call of a gold run breaks the gold, or None: a crash, a call the loop
+    rejected, or a tool error (raised, or returned as the answer) the file does not mark
+    `expect_error`; and an expected refusal that did not come."""
+    if step.crashed or (step.error_kind is not None and step.error_kind not in ANSWER_ERROR_KINDS):
+        return f"failed ({step.error_kind}: {step.error})"
+    refusal = step.error if step.error_kind is not None else returned_error(step.result)
+    if refusal is not None and not expect_error:
+        how = "raised" if step.error_kind is not None else "returned"
+        return (
+            f"{how} an error ({refusal}); mark the call expect_error if the refusal is the answer"
+        )
+    if refusal is None and expect_error:
+        return "answered, but the file marks it expect_error (a refusal was expected)"
+    return None

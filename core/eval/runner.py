@@ -397,6 +397,28 @@ def _check_tasks(request: EvalRequest) -> None:
         )
 
 
+def _check_task_names(request: EvalRequest, written_for: Harness) -> None:
+    """A task file whose gold names a tool or skill the harness lacks is refused before a run
+    is stored: graded, such a task would only say the file is wrong, as a model's score."""
+    if not TASK_FILE_SUITES & set(request.suites):
+        return
+    from core.taskfile.models import check_against_harness
+
+    problems = check_against_harness(
+        own_tasks(request),
+        {t.name for t in written_for.tools},
+        {s.name for s in written_for.skills},
+    )
+    if problems:
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        raise EvalError(
+            f"{request.task_file}: "
+            + "; ".join(problems[:5])
+            + more
+            + f" (harness {written_for.name})"
+        )
+
+
 def _check_request(store: Store, request: EvalRequest, factory: ClientFactory | None) -> None:
     _check_tasks(request)
     if request.task_file_harness is not None:
@@ -428,7 +450,10 @@ async def start_run(
 ) -> EvalRun:
     """Create and run a new evaluation (api.run_eval)."""
     _check_request(store, request, client_factory)
-    _harness, name, version = await asyncio.to_thread(resolve_harness, store, request.harness)
+    harness, name, version = await asyncio.to_thread(resolve_harness, store, request.harness)
+    if request.task_file_harness is not None:
+        harness = await asyncio.to_thread(store.load, request.task_file_harness)
+    _check_task_names(request, harness)
     records = ifeval_prompts(request.ifeval_path) if Suite.IFEVAL in request.suites else None
     items = plan_items(request, ifeval_records=records)
     run = await asyncio.to_thread(

@@ -13,7 +13,8 @@ a tool error in the trace and a grade below full marks, which `hat eval run --or
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Any
 
 from core.harness.models import Harness, ToolProtocol
 from core.runtime.client import ScriptedClient
@@ -22,6 +23,21 @@ from core.taskfile.models import OwnTask
 
 if TYPE_CHECKING:
     pass
+
+
+ERROR_TEXT_RE = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
+
+
+def returned_error(result: Any) -> str | None:
+    """The error a tool *returned* as its answer instead of raising one (an `{"error": ...}`
+    object, or text that opens with "Error"), as many published tools do; None otherwise.
+    A gold call that meets one has not done its job (tau-bench-style tools answer
+    "Error: user not found" rather than raising)."""
+    if isinstance(result, dict) and result.get("error") not in (None, "", False):
+        return str(result["error"])[:200]
+    if isinstance(result, str) and ERROR_TEXT_RE.match(result):
+        return result.strip()[:200]
+    return None
 
 
 def gold_reply(task: OwnTask) -> str:

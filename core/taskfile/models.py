@@ -35,6 +35,13 @@ class GoldCall(BaseModel):
 
     tool: str = Field(min_length=1)
     arguments: dict[str, Any] = Field(default_factory=dict)
+    expect_error: bool = Field(
+        default=False,
+        exclude_if=lambda value: not value,  # a file without refusals reads back as written
+        description="The tool's refusal is the answer (an order that does not exist, a return "
+        "outside its window): the gold run must meet a tool error here. Otherwise a gold call "
+        "whose tool raises or returns an error makes the task's gold broken.",
+    )
 
 
 class HistoryTurn(BaseModel):
