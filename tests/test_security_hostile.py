@@ -301,3 +301,109 @@ def test_a_planted_server_log_link_is_refused(
     assert victim.read_text() == "precious"
     assert server.process is None
     assert server_logs_dir().is_relative_to(hat_home)
+
+
+# ----------------------------------------------------------------------------- B14. big files
+
+
+@pytest.fixture
+def demo_copy(tmp_path: Path) -> Path:
+    import shutil
+
+    from core.harness.demo import demo_harness_path
+
+    target = tmp_path / "live-host"
+    shutil.copytree(demo_harness_path(), target)
+    return target
+
+
+def _problems(path: Path) -> list[Any]:
+    from core.harness import HarnessError, import_folder
+
+    with pytest.raises(HarnessError) as info:
+        import_folder(path)
+    return list(info.value.problems)
+
+
+def _a_skill(folder: Path) -> Path:
+    return next(p for p in sorted((folder / "skills").iterdir()) if p.is_dir())
+
+
+@pytest.mark.parametrize("size", [1_500_000_000, 10 * 1024 * 1024 + 1])
+def test_a_huge_file_is_refused_by_its_size_before_it_is_read(demo_copy: Path, size: int) -> None:
+    from core.harness.folder import MAX_FOLDER_FILE_BYTES
+
+    big = _a_skill(demo_copy) / "assets" / "big.bin"
+    big.parent.mkdir(exist_ok=True)
+    with big.open("wb") as fh:
+        fh.truncate(size)  # sparse: costs no disk and no time unless read
+    start = time.monotonic()
+    problems = _problems(demo_copy)
+    assert time.monotonic() - start < 5
+    found = [p for p in problems if p.file.endswith("assets/big.bin")]
+    assert found, problems
+    assert f"{size:,} bytes" in found[0].message
+    assert f"{MAX_FOLDER_FILE_BYTES:,}" in found[0].message
+
+
+def test_files_past_the_folder_total_are_not_read(
+    demo_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import core.harness.folder as folder
+
+    monkeypatch.setattr(folder, "MAX_FOLDER_BYTES", 200_000)
+    assets = _a_skill(demo_copy) / "assets"
+    assets.mkdir(exist_ok=True)
+    for i in range(4):
+        (assets / f"part{i}.bin").write_bytes(b"x" * 60_000)
+    problems = _problems(demo_copy)
+    assert any("200,000" in p.message and "together" in p.message for p in problems), problems
+
+
+# ----------------------------------------------------------------------------- B17. hard links
+
+
+@pytest.mark.skipif(not hasattr(os, "link"), reason="hard links")
+def test_a_hard_link_to_a_file_outside_the_folder_is_refused(
+    demo_copy: Path, tmp_path: Path
+) -> None:
+    from core.harness import HarnessError
+    from core.harness.folder import read_files
+
+    outside = tmp_path / "passwd"
+    outside.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    inside = _a_skill(demo_copy) / "references" / "notes.md"
+    inside.parent.mkdir(exist_ok=True)
+    os.link(outside, inside)
+    with pytest.raises(HarnessError) as info:
+        read_files(demo_copy)
+    (problem,) = info.value.problems
+    assert problem.file.endswith("references/notes.md")
+    assert "hard link" in problem.message
+    assert "root:x" not in str(info.value)
+
+
+def _ref_chain(n: int) -> dict[str, Any]:
+    defs: dict[str, Any] = {f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(n)}
+    defs[f"d{n}"] = {"type": "string"}
+    return {"type": "object", "properties": {"q": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.one_of(st.integers(min_value=49, max_value=300), st.just(5000)))
+def test_a_long_reference_chain_is_refused_at_validate_time(n: int) -> None:
+    from core.harness.schema import MAX_SCHEMA_DEPTH, check_parameters_schema
+
+    with pytest.raises(ValueError, match=f"chain of more than {MAX_SCHEMA_DEPTH} references"):
+        check_parameters_schema(_ref_chain(n))
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(min_value=0, max_value=46))
+def test_a_short_reference_chain_validates_and_applies(n: int) -> None:
+    from core.harness.schema import check_parameters_schema
+
+    schema = _ref_chain(n)
+    check_parameters_schema(schema)
+    assert argument_errors(schema, {"q": "x"}) == []
+    assert argument_errors(schema, {"q": 1}) == ["q: 1 is not of type 'string'"]

@@ -1203,10 +1203,14 @@ def scan_folder(path: Path) -> tuple[dict[str, bytes], list[Problem]]:
     """Every regular file of a harness folder as {relative posix path: bytes}, and a problem
     for every entry that is not a regular file or folder (symbolic links, dangling or not,
     FIFOs, sockets, device files) or cannot be read. Hidden entries (".git", ".DS_Store") are
-    neither read nor entered. No link is ever followed, so nothing outside the folder is read.
+    neither read nor entered. No link is ever followed, so nothing outside the folder is read;
+    a regular file with more than one hard link is a problem too (it may be any file of the
+    system under a name inside the folder), as is one larger than MAX_FOLDER_FILE_BYTES (found
+    by its size, before it is read) or past MAX_FOLDER_BYTES for the whole folder.
     """
     files: dict[str, bytes] = {}
     problems: list[Problem] = []
+    total = 0
     stack = [""]
     while stack:
         rel_dir = stack.pop()
@@ -1235,29 +1239,71 @@ def scan_folder(path: Path) -> tuple[dict[str, bytes], list[Problem]]:
                 elif entry.is_dir(follow_symlinks=False):
                     stack.append(rel)
                 elif entry.is_file(follow_symlinks=False):
-                    data = _read_regular(entry.path)
+                    size = entry.stat(follow_symlinks=False).st_size
+                    if size <= MAX_FOLDER_FILE_BYTES and total + size > MAX_FOLDER_BYTES:
+                        problems.append(
+                            Problem(
+                                rel,
+                                "",
+                                f"not read: the folder's files together pass {MAX_FOLDER_BYTES:,}"
+                                " bytes",
+                            )
+                        )
+                        continue
+                    data = _read_regular(entry.path, limit=MAX_FOLDER_FILE_BYTES)
                     if data is None:
                         problems.append(Problem(rel, "", "changed into a non-regular file"))
                     else:
                         files[rel] = data
+                        total += len(data)
                 else:
                     kind = _kind_of(entry.stat(follow_symlinks=False).st_mode)
                     problems.append(
                         Problem(rel, "", f"is {kind}: a harness folder holds only regular files")
                     )
+            except _Refused as exc:
+                problems.append(Problem(rel, "", str(exc)))
             except OSError as exc:
                 problems.append(Problem(rel, "", f"cannot read: {exc.strerror or exc}"))
     return dict(sorted(files.items())), sorted(problems, key=lambda p: p.file)
 
 
-def _read_regular(file: str) -> bytes | None:
-    """The bytes of a regular file, opened without following a link or blocking on a FIFO."""
+MAX_FOLDER_FILE_BYTES = MAX_SKILL_FILE_BYTES
+"""The largest file a harness folder may hold (a skill's extra files are the largest there
+are); a larger one is a problem found by its size, before any of it is read."""
+MAX_FOLDER_BYTES = 256 * 1024 * 1024
+"""All files of a harness folder together; files past it are not read."""
+
+
+class _Refused(Exception):
+    """A file of a harness folder that is not read (too large, or hard-linked)."""
+
+
+def _read_regular(file: str, *, limit: int | None = None) -> bytes | None:
+    """The bytes of a regular file, opened without following a link or blocking on a FIFO.
+
+    With `limit` (a harness folder's files), a file larger than `limit` bytes, or one with
+    more than one hard link (it may be a file from anywhere else, /etc/passwd, under a name
+    inside the folder), raises _Refused naming the cause; nothing of it is read then."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     fd = os.open(file, flags)
     with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
             return None
-        return fh.read()
+        if limit is None:
+            return fh.read()
+        if st.st_nlink > 1:
+            raise _Refused(
+                f"has {st.st_nlink} hard links: it may be a file from outside the folder under "
+                "a name inside it, so it is not read (copy the file in instead of linking it)"
+            )
+        if st.st_size > limit:
+            raise _Refused(f"is {st.st_size:,} bytes; a harness file may hold at most {limit:,}")
+        data = fh.read(limit + 1)
+        if len(data) > limit:
+            raise _Refused(f"grew past {limit:,} bytes while it was read")
+        return data
 
 
 def read_files(path: Path) -> dict[str, bytes]:
