@@ -8,8 +8,9 @@ A tool schema comes from a harness folder, so it is untrusted input:
   so even a schema that skipped these checks can never make the product fetch a URL;
 - a reference cycle that never descends into the arguments (``{"$ref": "#"}``, two ``$defs``
   that point at each other through ``allOf``) is refused: it would recurse forever;
-- nesting is bounded (``MAX_SCHEMA_DEPTH``) so neither the meta-schema check nor validation
-  can exhaust the stack;
+- nesting is bounded (``MAX_SCHEMA_DEPTH``), and so is the longest chain of references and
+  in-place subschemas (``allOf``, ``not``, ...) one value passes through, so neither the
+  meta-schema check nor validation can exhaust the stack;
 - its regexes (``pattern``, the names of ``patternProperties``) must compile under ``re`` and
   the ``regex`` engine, and arguments are matched against them on the ``regex`` engine under
   one time limit per call (`argument_errors`' ``timeout_s``: `ARGUMENT_CHECK_TIMEOUT_S` for the
@@ -173,7 +174,9 @@ def _check_patterns(path: tuple[str, ...], node: dict[str, Any]) -> None:
 
 def check_schema_references(schema: Any) -> None:
     """Raise ValueError for a remote or dangling reference, an ``$id``, a non-terminating
-    reference cycle, or nesting deeper than MAX_SCHEMA_DEPTH."""
+    reference cycle, nesting deeper than MAX_SCHEMA_DEPTH, or a chain of more than
+    MAX_SCHEMA_DEPTH references and in-place subschemas (``$defs`` d0 -> d1 -> ... -> d5000
+    is flat, yet validating it recurses 5,000 levels)."""
     nodes: list[tuple[tuple[str, ...], dict[str, Any]]] = []
     anchors: dict[str, Any] = {}
     stack: list[tuple[tuple[str, ...], Any, int]] = [((), schema, 0)]
@@ -236,6 +239,7 @@ def check_schema_references(schema: Any) -> None:
         targets[id(node)] = [e for e in edges if isinstance(e, dict)]
     where_of = {id(node): path for path, node in nodes}
     state: dict[int, int] = {}  # 1: on the current path, 2: done
+    chain: dict[int, int] = {}  # done nodes: the longest in-place chain that starts there
     for _, start in nodes:
         if state.get(id(start)):
             continue
@@ -259,6 +263,14 @@ def check_schema_references(schema: Any) -> None:
                     work.append((nxt, 0))
             else:
                 state[id(node)] = 2
+                chain[id(node)] = max((1 + chain.get(id(n), 0) for n in out), default=0)
+                if chain[id(node)] > MAX_SCHEMA_DEPTH:
+                    raise ValueError(
+                        f"invalid JSON Schema at {_where(where_of.get(id(node), ()))}: a "
+                        f"chain of more than {MAX_SCHEMA_DEPTH} references (and allOf/anyOf/"
+                        "oneOf/not/if subschemas) applied in place; validation would run out "
+                        "of stack"
+                    )
                 work.pop()
 
 
