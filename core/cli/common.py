@@ -136,8 +136,8 @@ class ProgressLines:
         self.out.print(printable(line), markup=False, highlight=False, soft_wrap=True)
 
 
-console = SafeConsole(highlight=False)
-err_console = SafeConsole(stderr=True, highlight=False)
+console = SafeConsole(highlight=False, emoji=False)  # ":smile:" in user text stays text
+err_console = SafeConsole(stderr=True, highlight=False, emoji=False)
 
 
 def fail(message: str) -> NoReturn:

@@ -219,8 +219,15 @@ def _write_out(store: Store, run: EvalRun, out: Path) -> None:
 def _finish(store: Store, run: EvalRun, out: Path | None) -> None:
     from core.eval.api import load_results
 
-    _print_summary(run, load_results(store, run.id))
-    if out is not None:
+    results = load_results(store, run.id)
+    _print_summary(run, results)
+    if out is not None and not results:  # the summary above says why
+        err_console.print(
+            f"no report written to {out}: run {run.id} {run.status.value} before any item finished",
+            markup=False,
+            soft_wrap=True,
+        )
+    elif out is not None:
         _write_out(store, run, out)
     if run.status.value == "failed":
         raise typer.Exit(1)

@@ -170,9 +170,7 @@ def import_(
     """Store a harness folder as a new immutable version."""
     harness = _read(path, trust)
     with open_store() as store:
-        info = store.commit(harness, message)
-        if tag:
-            store.tag(tag, info.id)
+        info = store.commit(harness, message, tag=tag or None)
     console.print(f"stored {esc(info.harness_name)} version [bold]{info.id[:12]}[/bold]")
     untrusted = [h.name for h in harness.hooks if h.kind.value == "python" and not h.trusted]
     if untrusted:

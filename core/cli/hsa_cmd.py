@@ -215,7 +215,9 @@ def _print_diff(
         if wide == console.width:
             console.print(table)
         else:  # Console.print clamps its width to the console's, so a wider one prints it
-            Console(width=wide, highlight=False, no_color=console.no_color).print(table)
+            Console(width=wide, highlight=False, emoji=False, no_color=console.no_color).print(
+                table
+            )
 
 
 def _summary(result: Augmented) -> None:

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from core.eval.ifeval_checkers import IfevalUnavailableError, checkers
 from core.eval.results import EvalResult, ResultStatus, Suite
+from core.jsonl import jsonl_lines
 
 __all__ = [
     "METRICS",
@@ -190,7 +191,7 @@ def _records(file: Path, text: str) -> Iterator[tuple[int, Any]]:
         # a JSON array has no useful line numbers: name the record's position instead
         yield from ((i + 1, item) for i, item in enumerate(items))
         return
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(jsonl_lines(text), start=1):
         if not line.strip():
             continue
         try:

@@ -70,6 +70,7 @@ from core.experiment.steps import EVAL_PARTS as EVAL_PARTS
 from core.experiment.steps import HAT_STAGES
 from core.experiment.steps import MODELS as MODELS
 from core.experiment.steps import STEPS as STEPS
+from core.jsonl import jsonl_lines
 from core.store import Store
 
 if TYPE_CHECKING:
@@ -332,7 +333,7 @@ class Replication:
                 sampler_name=data.sampler if variants else None,
             )
             summary = asyncio.run(self._generate(tasks, harness, catalog, config))
-            rows = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+            rows = sum(1 for line in jsonl_lines(path.read_text(encoding="utf-8")) if line.strip())
             if rows == 0:
                 raise ReplicationError(f"data: no {kind} rows were kept ({summary.to_dict()})")
             counts[kind] = {"rows": rows, **summary.to_dict()}

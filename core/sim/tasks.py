@@ -45,6 +45,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from core.jsonl import jsonl_lines
 from core.sim.catalog import has_sizes, load_catalog, parse_time, recommend_size
 from core.sim.faults import FAULT_KINDS
 from core.sim.handlers import MATERIAL_KEYS
@@ -529,7 +530,7 @@ def read_tasks(path: str | Path) -> list[Task]:
     """Tasks from a JSONL file; ValueError naming the file and line on bad input."""
     file = Path(path)
     tasks = []
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(jsonl_lines(file.read_text(encoding="utf-8")), start=1):
         if not line.strip():
             continue
         try:

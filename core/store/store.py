@@ -183,11 +183,20 @@ class Store:
 
     # ------------------------------------------------------------------------- versions
 
-    def commit(self, harness: Harness, message: str, *, parent: str | None = "head") -> VersionInfo:
+    def commit(
+        self,
+        harness: Harness,
+        message: str,
+        *,
+        parent: str | None = "head",
+        tag: str | None = None,
+    ) -> VersionInfo:
         """Store `harness` as a new immutable version and return it.
 
         `parent`: ``"head"`` (the newest version with the same harness name, None if there is
         none), any ref ``resolve`` accepts (labels of ``harness.name``), or None for a root.
+        `tag`: a label moved to the new version in the same transaction, so a bad label
+        stores nothing.
         Trusted Python hooks have their source hash recorded, so they load back trusted; so
         have trusted python:/mcp: tools their binding (and MCP server command line).
         """
@@ -208,6 +217,8 @@ class Store:
         with self._write() as conn:
             pk = hv.commit(conn, harness.name, files, message, parent, trusted_sources, self.tuning)
             info = hv.infos(conn, [pk])[pk]
+            if tag is not None:
+                hv.tag(conn, f"{harness.name}@{tag}" if "@" not in tag else tag, info.id)
             if rebuilt is not None:
                 sources = [h for p, h in _file_hashes(files).items() if _is_python_hook(p)]
                 trusted = hv.trusted(conn, sources)

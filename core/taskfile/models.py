@@ -10,13 +10,15 @@ grading correctly under HSA variants that rename tools, parameters and skills.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from core.harness.folder import data_shape_problem
+from core.jsonl import jsonl_lines, loads_line
 
 TASK_FILE_MARKER = "message"
 """The key every task-file line has and no live-room task has (those carry `viewer_message`)."""
@@ -124,11 +126,14 @@ def _field_path(loc: Iterable[int | str]) -> str:
 def parse_task_line(text: str, *, where: str) -> OwnTask:
     """One JSON line as a task; TaskFileError naming `where` (file:line) and the field."""
     try:
-        data = json.loads(text)
+        data = loads_line(text)
     except ValueError as exc:
         raise TaskFileError(f"{where}: not JSON ({exc})") from None
     if not isinstance(data, dict):
         raise TaskFileError(f"{where}: a task is a JSON object, not {type(data).__name__}")
+    shape = data_shape_problem(data)
+    if shape is not None:
+        raise TaskFileError(f"{where}: {shape[0] or 'task'}: {shape[1]}")
     try:
         return OwnTask.model_validate(data)
     except ValidationError as exc:
@@ -148,7 +153,7 @@ def load_task_file(path: Path) -> list[OwnTask]:
         raise TaskFileError(f"{path}: cannot read the task file ({exc})") from None
     tasks: list[OwnTask] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(jsonl_lines(text), start=1):
         if not line.strip() or line.lstrip().startswith("//"):
             continue
         task = parse_task_line(line, where=f"{path}:{number}")
@@ -170,7 +175,7 @@ def is_task_file(path: Path) -> bool:
         with path.open(encoding="utf-8-sig") as handle:
             for line in handle:
                 if line.strip() and not line.lstrip().startswith("//"):
-                    data = json.loads(line)
+                    data = loads_line(line)
                     return isinstance(data, dict) and TASK_FILE_MARKER in data
     except (OSError, ValueError, UnicodeDecodeError):
         return False

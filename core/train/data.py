@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.jsonl import jsonl_lines
+
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 
 
@@ -248,7 +250,7 @@ def load_prompts(source: str, *, max_prompts: int | None = None) -> list[list[di
     path = bank_path() if source == "bank" else Path(source).expanduser()
     prompts: list[list[dict[str, str]]] = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = jsonl_lines(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise DataError(f"cannot read the prompts {path}: {exc.strerror}") from None
     for line in lines:
