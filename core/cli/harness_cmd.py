@@ -12,7 +12,15 @@ from typing import Annotated, Any
 
 import typer
 
-from core.cli.common import console, esc, fail, open_store, print_problems, printable
+from core.cli.common import (
+    console,
+    err_console,
+    esc,
+    fail,
+    open_store,
+    print_problems,
+    printable,
+)
 from core.harness import Harness, HarnessError, Problem, export_folder, import_folder
 from core.harness.models import ToolProtocol
 from core.harness.render import render_system_prompt, tool_specs
@@ -171,6 +179,8 @@ def import_(
     harness = _read(path, trust)
     with open_store() as store:
         info = store.commit(harness, message, tag=tag or None)
+        # trust stored at an earlier import carries over: report what the version loads as
+        harness = store.load(info.id)
     console.print(f"stored {esc(info.harness_name)} version [bold]{info.id[:12]}[/bold]")
     untrusted = [h.name for h in harness.hooks if h.kind.value == "python" and not h.trusted]
     if untrusted:
@@ -537,11 +547,20 @@ def export_tools(
     name: NameOpt = None,
 ) -> None:
     """Write a harness's enabled tools as an MCP tools/list result or an OpenAI tools array."""
-    from core.harness.interop import mcp_tool_list, openai_tools
+    from core.harness.interop import mcp_tool_list, openai_losses, openai_tools
 
     harness = _source(source, name)
     data = mcp_tool_list(harness) if fmt is ToolFormat.MCP else openai_tools(harness)
     _emit(data, out)
+    lost = openai_losses(harness) if fmt is ToolFormat.OPENAI else []
+    if lost:
+        err_console.print(
+            "[yellow]left out: an OpenAI tools array has no place for these fields "
+            "(export --format mcp keeps them):[/yellow]",
+            soft_wrap=True,
+        )
+        for line in lost:
+            err_console.print(f"  {esc(line)}", soft_wrap=True)
 
 
 @app.command("export-hooks")

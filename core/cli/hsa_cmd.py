@@ -270,6 +270,11 @@ def preview(
         from core.episode.gold import gold_trajectory
         from core.sim.catalog import load_catalog
 
+        if not any(t.binding.startswith("sim.") for t in base.active_tools):
+            fail(
+                f"{base.name} binds no live-room tool, so the live room's tasks do not belong to "
+                "it; give its own tasks with --tasks FILE (a task file, docs/task-files.md)"
+            )
         the_task = _task(task, seed)
         gold = asyncio.run(gold_trajectory(the_task, base, load_catalog(), add_distractors=False))
     try:

@@ -362,6 +362,25 @@ def openai_tools(harness: Harness) -> list[dict[str, Any]]:
     return [openai_tool(t) for t in harness.active_tools]
 
 
+def openai_losses(harness: Harness) -> list[str]:
+    """What an OpenAI `tools` array cannot hold of each enabled tool (one line per tool that
+    loses something): MCP's `title`, `annotations`, `outputSchema` and other MCP fields have no
+    place in a function tool, so an export says so instead of dropping them quietly."""
+    lines = []
+    for tool in harness.active_tools:
+        lost = []
+        if tool.title is not None:
+            lost.append("title")
+        if tool.annotations:
+            lost.append(f"annotations ({', '.join(sorted(tool.annotations))})")
+        if tool.output_schema is not None:
+            lost.append("outputSchema")
+        lost += sorted(tool.mcp)
+        if lost:
+            lines.append(f"tool {tool.name!r}: {', '.join(lost)}")
+    return lines
+
+
 # ----------------------------------------------------------------------------- skills
 
 
