@@ -407,3 +407,225 @@ def test_a_short_reference_chain_validates_and_applies(n: int) -> None:
     check_parameters_schema(schema)
     assert argument_errors(schema, {"q": "x"}) == []
     assert argument_errors(schema, {"q": 1}) == ["q: 1 is not of type 'string'"]
+
+
+# ----------------------------------------------------------------------------- B18. HTTP bindings
+
+
+class _Endpoint:
+    """A real local HTTP server: /ok answers JSON, /big streams `big` bytes (chunked, or
+    with Content-Length under /big-declared); it counts requests and bytes sent."""
+
+    def __init__(self, big: int = 100 * 1024 * 1024) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        endpoint = self
+        self.hits = 0
+        self.sent = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                endpoint.hits += 1
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                if self.path == "/ok":
+                    data = b'{"ok": true}'
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if self.path == "/big-declared":
+                    self.send_header("Content-Length", str(big))
+                else:
+                    self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                chunk = b"[" + b"1," * 32767 + b"1"
+                try:
+                    while endpoint.sent < big:
+                        if self.path == "/big-declared":
+                            self.wfile.write(chunk)
+                        else:
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                        endpoint.sent += len(chunk)
+                except OSError:
+                    pass
+                self.close_connection = True
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def endpoint() -> Any:
+    server = _Endpoint()
+    yield server
+    server.close()
+
+
+def _http_harness(url: str, *, allow_private: bool = True, trusted: bool = True) -> Any:
+    from core.harness.models import Harness, PromptPipeline, PromptSection, Settings, Tool
+
+    tool = Tool(
+        name="lookup",
+        description="lookup",
+        parameters={"type": "object", "properties": {}},
+        binding=url,
+        trusted=trusted,
+    )
+    return Harness(
+        name="web",
+        prompt=PromptPipeline(sections=[PromptSection(id="t", title="Tools", kind="tool_block")]),
+        tools=[tool],
+        settings=Settings(allow_private_http=allow_private),
+    )
+
+
+def _call(harness: Any, binding: str) -> Any:
+    from core.runtime.bindings import Bindings, ToolContext, ToolError
+    from core.runtime.tool_runtime import ToolRuntime
+
+    async def run() -> Any:
+        async with ToolRuntime(harness) as runtime:
+            bindings = runtime.register(Bindings())
+            ctx = ToolContext(tool="lookup", call_id="c", request_id="r")
+            try:
+                return await bindings.call(binding, {}, ctx, timeout_s=30)
+            except ToolError as exc:
+                return exc
+
+    return asyncio.run(run())
+
+
+def test_an_http_binding_needs_trust(endpoint: _Endpoint, tmp_path: Path) -> None:
+    from core.harness import export_folder, import_folder
+    from core.runtime.bindings import ToolError
+    from core.runtime.tool_runtime import binding_problems
+
+    url = f"{endpoint.base}/ok"
+    export_folder(_http_harness(url), tmp_path / "web")
+    untrusted = import_folder(tmp_path / "web")
+    assert not untrusted.tools[0].trusted
+    (problem,) = binding_problems(untrusted)
+    assert problem.needs_trust and "not trusted" in problem.reason
+    failed = _call(untrusted, url)
+    assert isinstance(failed, ToolError) and "not trusted" in failed.message
+    assert "HTTP endpoint is not called" in failed.message
+    assert endpoint.hits == 0
+    trusted = import_folder(tmp_path / "web", trust_python_hooks=True)
+    assert _call(trusted, url) == {"ok": True} and endpoint.hits == 1
+
+
+@pytest.mark.parametrize("path", ["/big", "/big-declared"])
+def test_an_http_answer_is_read_up_to_the_cap(endpoint: _Endpoint, path: str) -> None:
+    import psutil
+
+    from core.runtime.bindings import ToolError
+    from core.runtime.tool_runtime import MAX_HTTP_RESPONSE_BYTES
+
+    url = endpoint.base + path
+    before = psutil.Process().memory_info().rss
+    failed = _call(_http_harness(url), url)
+    grown = psutil.Process().memory_info().rss - before
+    assert isinstance(failed, ToolError), failed
+    assert f"{MAX_HTTP_RESPONSE_BYTES:,}" in failed.message and url in failed.message
+    assert endpoint.sent < 50 * 1024 * 1024  # the 100 MB answer was abandoned
+    assert grown < 64 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fe80::1]/x",
+        "http://[::ffff:169.254.169.254]/x",
+    ],
+)
+def test_link_local_addresses_are_refused_even_with_the_opt_in(url: str) -> None:
+    from core.runtime.bindings import ToolError, ToolErrorKind
+    from core.runtime.tool_runtime import binding_problems
+
+    harness = _http_harness(url, allow_private=True)
+    (problem,) = binding_problems(harness)
+    assert "link-local" in problem.reason
+    start = time.monotonic()
+    failed = _call(harness, url)
+    assert time.monotonic() - start < 5  # refused before any connection
+    assert isinstance(failed, ToolError) and failed.kind is ToolErrorKind.PERMISSION_DENIED
+    assert "link-local" in failed.message and url in failed.message
+
+
+def test_private_addresses_need_the_opt_in(endpoint: _Endpoint) -> None:
+    from core.runtime.bindings import ToolError
+    from core.runtime.tool_runtime import binding_problems
+
+    port = endpoint.server.server_address[1]
+    for url in (f"{endpoint.base}/ok", f"http://localhost:{port}/ok"):
+        closed = _http_harness(url, allow_private=False)
+        assert any("allow_private_http" in p.reason for p in binding_problems(closed))
+        failed = _call(closed, url)
+        assert isinstance(failed, ToolError) and "allow_private_http" in failed.message
+    assert endpoint.hits == 0
+    assert _call(_http_harness(f"{endpoint.base}/ok"), f"{endpoint.base}/ok") == {"ok": True}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    address=st.one_of(
+        st.ip_addresses(network="169.254.0.0/16"),
+        st.ip_addresses(network="fe80::/10"),
+        st.ip_addresses(network="169.254.0.0/16").map(lambda ip: f"::ffff:{ip}"),
+    ),
+    allow=st.booleans(),
+)
+def test_address_problem_refuses_every_link_local_address(address: Any, allow: bool) -> None:
+    from core.runtime.tool_runtime import address_problem
+
+    assert address_problem(str(address), allow_private=allow) is not None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    address=st.one_of(
+        st.ip_addresses(network="10.0.0.0/8"),
+        st.ip_addresses(network="172.16.0.0/12"),
+        st.ip_addresses(network="192.168.0.0/16"),
+        st.ip_addresses(network="127.0.0.0/8"),
+        st.ip_addresses(network="fc00::/7"),
+        st.just("::1"),
+    )
+)
+def test_address_problem_allows_private_addresses_only_on_opt_in(address: Any) -> None:
+    from core.runtime.tool_runtime import address_problem
+
+    assert "allow_private_http" in str(address_problem(str(address), allow_private=False))
+    assert address_problem(str(address), allow_private=True) is None
+
+
+def test_allow_private_http_is_validated_and_written_only_when_set(demo_copy: Path) -> None:
+    from core.harness import export_folder, import_folder
+    from core.harness.folder import folder_files
+
+    assert "allow_private_http" not in folder_files(import_folder(demo_copy))["harness.yaml"]
+    manifest = demo_copy / "harness.yaml"
+    text = manifest.read_text()
+    manifest.write_text(text.replace("settings:\n", "settings:\n  allow_private_http: 'yes'\n"))
+    problems = _problems(demo_copy)
+    assert any(p.file == "harness.yaml" and "allow_private_http" in p.field for p in problems)
+    manifest.write_text(text.replace("settings:\n", "settings:\n  allow_private_http: true\n"))
+    harness = import_folder(demo_copy)
+    assert harness.settings.allow_private_http
+    export_folder(harness, demo_copy.parent / "out")
+    assert "allow_private_http: true" in (demo_copy.parent / "out" / "harness.yaml").read_text()

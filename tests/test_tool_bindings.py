@@ -57,8 +57,16 @@ def tool(tool_name: str, binding: str, **props: Any) -> Tool:
 PROMPT = PromptPipeline(sections=[PromptSection(id="tools", title="Tools", kind="tool_block")])
 
 
-def harness(*tools: Tool, servers: dict[str, McpServer] | None = None) -> Harness:
-    return Harness(name="own-tools", prompt=PROMPT, tools=list(tools), mcp_servers=servers or {})
+def harness(
+    *tools: Tool, servers: dict[str, McpServer] | None = None, settings: Settings | None = None
+) -> Harness:
+    return Harness(
+        name="own-tools",
+        prompt=PROMPT,
+        tools=list(tools),
+        mcp_servers=servers or {},
+        settings=settings or Settings(),
+    )
 
 
 def ctx(name: str, **context: Any) -> ToolContext:
@@ -423,6 +431,7 @@ def test_http_endpoints(http_base: str) -> None:
         tool("boom", f"{http_base}/boom"),
         tool("text", f"{http_base}/text"),
         tool("down", down),
+        settings=Settings(allow_private_http=True),  # 127.0.0.1 is called only on opt-in
     )
     assert binding_problems(h) == []
 

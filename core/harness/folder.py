@@ -248,10 +248,13 @@ def manifest_data(harness: Harness) -> dict[str, Any]:
         if not s.enabled:
             entry["enabled"] = False
         sections.append(entry)
+    settings = harness.settings.model_dump(mode="json")
+    if not harness.settings.allow_private_http:  # an opt-in: written only when given
+        settings.pop("allow_private_http")
     return {
         "name": harness.name,
         "description": harness.description,
-        "settings": harness.settings.model_dump(mode="json"),
+        "settings": settings,
         "prompt": {
             "style": harness.prompt.style.value,
             "variables": dict(harness.prompt.variables),

@@ -214,9 +214,10 @@ MCP_EXTRA_TOOL_KEYS = ("icons", "execution", "_meta")
 """MCP tool fields the loop does not use but keeps, so an MCP list exports back as it came."""
 
 
-TRUSTED_BINDING_PREFIXES = ("python:", "mcp:")
+TRUSTED_BINDING_PREFIXES = ("python:", "mcp:", "http://", "https://")
 """Binding forms that run code on this machine (a module's function, an MCP server's
-command): a harness imported from elsewhere runs them only once trusted."""
+command) or send the model's arguments over the network from it (an HTTP endpoint): a
+harness imported from elsewhere runs them only once trusted."""
 
 
 def binding_needs_trust(binding: str) -> bool:
@@ -256,9 +257,10 @@ class Tool(_Model):
     trusted: bool = Field(
         default=True,
         description=(
-            "Whether a `python:` or `mcp:` binding may run: such a binding runs code on this "
-            "machine, so a folder imported without trust marks them False (never written "
-            "into the folder; set at import, like Hook.trusted)."
+            "Whether a `python:`, `mcp:` or `http(s)://` binding may run: such a binding runs "
+            "code on this machine or sends data from it, so a folder imported without trust "
+            "marks them False (never written into the folder; set at import, like "
+            "Hook.trusted)."
         ),
     )
 
@@ -506,6 +508,13 @@ class Settings(_Model):
     reminder_format: str = Field(
         default="[Reminder] ${reminder}",
         description="Wrapper around hook reminders; ${reminder} is the hook's message.",
+    )
+    allow_private_http: bool = Field(
+        default=False,
+        strict=True,  # "yes" is not true: the opt-in is spelled out
+        description="HTTP bindings may call private and loopback addresses (10.0.0.0/8, "
+        "192.168.0.0/16, 127.0.0.1, ...), e.g. a service on this machine or the LAN. Link-local "
+        "addresses (169.254.169.254, cloud metadata) stay refused. Written only when true.",
     )
 
     @field_validator("load_skill_tool")

@@ -12,10 +12,17 @@ bindings"):
 - `mcp:<server>/<tool>`: tool `<tool>` of the MCP server `<server>` the harness declares
   (its mcp.json), started over stdio with the official `mcp` SDK.
 - `http://...` / `https://...`: the arguments POSTed as JSON; a 2xx JSON body is the result.
+  The host is resolved first and every address it has is checked: a link-local one
+  (169.254.0.0/16, fe80::/10: cloud metadata services) is always refused, a private,
+  loopback or otherwise non-public one unless the harness opts in
+  (`settings.allow_private_http`); the request then goes to the checked address (the host
+  name still in `Host` and TLS SNI), so a second DNS answer cannot swap it. The answer is read
+  as a stream and abandoned past `MAX_HTTP_RESPONSE_BYTES`; redirects are not followed.
 
-`python:` and `mcp:` bindings run code on this machine, so a tool imported without trust
-(`Tool.trusted` False) fails every call with "not trusted" and its module is never imported
-nor its server started.
+`python:` and `mcp:` bindings run code on this machine and HTTP bindings send the model's
+arguments from it, so a tool imported without trust (`Tool.trusted` False) fails every call
+with "not trusted": its module is never imported, its server never started, its URL never
+called.
 
 One `ToolRuntime` per run (an eval run, a datagen run, a chat session): it starts each MCP
 server once, on the first call that needs it, shares the session across concurrent episodes,
@@ -34,11 +41,13 @@ import asyncio
 import contextlib
 import importlib
 import inspect
+import ipaddress
 import json
 import os
 import re
 import shlex
 import shutil
+import socket
 import sys
 import tempfile
 from collections.abc import Callable
@@ -64,6 +73,9 @@ MAX_STARTS = 3
 START_TIMEOUT_S = 30.0
 """How long a server may take to start and answer `initialize`."""
 _SHOWN = 300
+MAX_HTTP_RESPONSE_BYTES = 4 * 1024 * 1024
+"""The largest answer an HTTP binding reads (after content decoding); past it the call is an
+error result and the rest is never read."""
 
 
 @dataclass(frozen=True)
@@ -147,11 +159,55 @@ def _command_line(server: McpServer) -> str:
 
 
 def _untrusted_reason(target: BindingTarget) -> str:
-    what = "its Python code" if target.kind == "python" else "its MCP server"
-    return (
-        f"not trusted: the harness was imported without trust, so {what} does not run; "
-        "re-import with --trust"
-    )
+    what = {
+        "python": "its Python code does not run",
+        "mcp": "its MCP server does not run",
+        "http": "its HTTP endpoint is not called",
+    }.get(target.kind, "it does not run")
+    return f"not trusted: the harness was imported without trust, so {what}; re-import with --trust"
+
+
+def address_problem(address: str, *, allow_private: bool) -> str | None:
+    """Why an HTTP binding may not connect to IP `address`, or None. Link-local addresses
+    (169.254.0.0/16 with the cloud metadata service, fe80::/10), multicast and reserved ones
+    are always refused; private, loopback, unspecified and other non-public ones unless
+    `allow_private` (the harness's `settings.allow_private_http`)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return f"{address!r} is not an IP address"
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    private = ip.is_loopback or ip.is_private or ip.is_unspecified
+    if ip.is_link_local or ip.is_multicast or (ip.is_reserved and not private):
+        return (
+            f"{ip} is a link-local, multicast or reserved address (a cloud metadata service "
+            "lives at 169.254.169.254); HTTP bindings never call one"
+        )
+    if (private or not ip.is_global) and not allow_private:
+        return (
+            f"{ip} is a private or loopback address; a harness calls one only when it sets "
+            "settings.allow_private_http: true"
+        )
+    return None
+
+
+def _literal_address_problem(url: str, *, allow_private: bool) -> str | None:
+    """`address_problem` for a URL whose host is an IP literal or `localhost` (checked
+    without resolving anything, so `hat harness validate` shows it)."""
+    import httpx
+
+    try:
+        host = httpx.URL(url).host
+    except (httpx.InvalidURL, ValueError):
+        return None
+    if host.lower() in ("localhost", "localhost.") or host.lower().endswith(".localhost"):
+        host = "127.0.0.1"
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    return address_problem(host, allow_private=allow_private)
 
 
 STATE_FUNCTION = "world_state"
@@ -213,6 +269,13 @@ def _static_problem(tool: Tool, target: BindingTarget, harness: Harness) -> str 
             )
         if not tool.trusted:
             return _untrusted_reason(target)
+    if target.kind == "http":
+        allow = harness.settings.allow_private_http
+        found = _literal_address_problem(target.url, allow_private=allow)
+        if found is not None:
+            return found
+        if not tool.trusted:
+            return _untrusted_reason(target)
     return None
 
 
@@ -239,8 +302,9 @@ def _find_command(server: McpServer) -> str | None:
 def binding_problems(harness: Harness) -> list[BindingProblem]:
     """Every tool whose binding the runtime cannot run, found without starting a process:
     a malformed or unknown binding, a python: module that does not import or lacks the
-    function (trusted ones are imported to check), an untrusted python:/mcp: tool, an MCP
-    server that mcp.json does not declare or whose command is not found. sim.* and hsa.*
+    function (trusted ones are imported to check), an untrusted python:/mcp:/http(s) tool, an
+    MCP server that mcp.json does not declare or whose command is not found, an HTTP URL whose
+    host is an address it may not call (`address_problem`). sim.* and hsa.*
     bindings are the simulator's and HSA's, and fine here."""
     problems = []
     for tool in harness.tools:
@@ -592,7 +656,7 @@ class ToolRuntime:
                 continue
             if target.problem is not None:
                 bindings.register(binding, _failing(target.problem), inline=True)
-            elif target.kind in ("python", "mcp") and not all(t.trusted for t in tools):
+            elif target.kind in ("python", "mcp", "http") and not all(t.trusted for t in tools):
                 bindings.register(binding, _failing(_untrusted_reason(target)), inline=True)
             elif target.kind == "python":
                 self._register_python(bindings, target)
@@ -673,8 +737,10 @@ class ToolRuntime:
         return self._http
 
     def _http_binding(self, url: str) -> Callable[..., Any]:
+        allow = self.harness.settings.allow_private_http
+
         async def call(args: dict[str, Any], ctx: ToolContext) -> Any:
-            return await _post(self._client(), url, args)
+            return await _post(self._client(), url, args, allow_private=allow)
 
         return call
 
@@ -688,11 +754,64 @@ _STATUS_KINDS = {
 }
 
 
-async def _post(client: httpx.AsyncClient, url: str, args: dict[str, Any]) -> Any:
+async def _checked_address(url: httpx.URL, shown: str, *, allow_private: bool) -> str:
+    """The address to connect to for `url`: its host resolved, every address checked
+    (`address_problem`); ToolError naming the URL and the address otherwise."""
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        found = await asyncio.get_running_loop().getaddrinfo(
+            url.host, port, type=socket.SOCK_STREAM
+        )
+    except (OSError, UnicodeError) as exc:
+        raise ToolError(
+            ToolErrorKind.ERROR, f"HTTP endpoint {shown}: cannot resolve {url.host!r}: {exc}"
+        ) from None
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in found))
+    if not addresses:
+        raise ToolError(ToolErrorKind.ERROR, f"HTTP endpoint {shown}: {url.host!r} has no address")
+    for address in addresses:
+        problem = address_problem(address, allow_private=allow_private)
+        if problem is not None:
+            raise ToolError(
+                ToolErrorKind.PERMISSION_DENIED, f"HTTP endpoint {shown} refused: {problem}"
+            )
+    return addresses[0].split("%", 1)[0]
+
+
+async def _post(
+    client: httpx.AsyncClient, url: str, args: dict[str, Any], *, allow_private: bool = False
+) -> Any:
     import httpx
 
+    target = httpx.URL(url)
+    address = await _checked_address(target, url, allow_private=allow_private)
+    pinned = target.copy_with(host=address)
+    headers = {"Host": target.netloc.decode("ascii")}
+    extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+    limit = MAX_HTTP_RESPONSE_BYTES
     try:
-        response = await client.post(url, json=args)
+        async with client.stream(
+            "POST", pinned, json=args, headers=headers, extensions=extensions
+        ) as response:
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > limit:
+                raise ToolError(
+                    ToolErrorKind.ERROR,
+                    f"HTTP endpoint {url} answered {int(declared):,} bytes; a tool result may "
+                    f"hold at most {limit:,} (not read)",
+                )
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise ToolError(
+                        ToolErrorKind.ERROR,
+                        f"HTTP endpoint {url} answered more than {limit:,} bytes, the most a "
+                        "tool result may hold (the rest was not read)",
+                    )
+                chunks.append(chunk)
+            body = b"".join(chunks)
     except httpx.TimeoutException as exc:
         raise ToolError(ToolErrorKind.TIMEOUT, f"HTTP endpoint {url} timed out: {exc}") from None
     except httpx.HTTPError as exc:
@@ -701,15 +820,15 @@ async def _post(client: httpx.AsyncClient, url: str, args: dict[str, Any]) -> An
             ToolErrorKind.ERROR, f"HTTP endpoint {url} is unreachable: {reason}"[:_SHOWN]
         ) from None
     if not 200 <= response.status_code < 300:
-        body = " ".join(response.text.split())[:200]
-        detail = f": {body}" if body else ""
+        text = " ".join(body.decode("utf-8", errors="replace").split())[:200]
+        detail = f": {text}" if text else ""
         kind = _STATUS_KINDS.get(response.status_code, ToolErrorKind.ERROR)
         raise ToolError(
             kind,
             f"HTTP endpoint {url} answered {response.status_code} {response.reason_phrase}{detail}",
         )
     try:
-        return response.json()
+        return json.loads(body)
     except ValueError:
         raise ToolError(
             ToolErrorKind.MALFORMED,
@@ -744,10 +863,12 @@ def _is_async(fn: Callable[..., Any]) -> bool:
 
 
 __all__ = [
+    "MAX_HTTP_RESPONSE_BYTES",
     "MAX_STARTS",
     "BindingProblem",
     "BindingTarget",
     "ToolRuntime",
+    "address_problem",
     "binding_problems",
     "list_server_tools",
     "parse_binding",
