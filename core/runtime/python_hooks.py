@@ -141,7 +141,10 @@ def _supervise(text):
         try:
             _main(text)
         finally:
-            os._exit(0)
+            try:
+                sys.stderr.flush()
+            finally:
+                os._exit(0)
     while True:
         try:
             _, status = os.waitpid(pid, 0)
