@@ -172,3 +172,24 @@ def test_validate_with_tasks_names_each_broken_gold_and_passes_a_good_file(
     assert named.exit_code == 1  # names are checked without trust, nothing runs
     assert "missing-1" in named.output and "lookup_ordr" in named.output
     assert "Traceback" not in named.output + played.output
+
+
+def test_no_live_room_word_reaches_a_task_file_harness_training_rows(tmp_path: Path) -> None:
+    """HSA data of a harness without viewers (originals and variants) never says "viewer"
+    (#34 A3): the tool block, HSA's phrases and reminders all speak the harness's words."""
+    out = tmp_path / "rows.jsonl"
+    result = CliRunner().invoke(app, [
+        "data", "generate", "--teacher", "oracle", "--tasks", str(TASKS), "--harness", str(DESK),
+        "--trust", "-k", "2", "--out", str(out),
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    assert len(rows) > 10
+    said = [
+        m["content"]
+        for r in rows
+        for m in r["messages"]
+        if "viewer" in str(m.get("content")).lower()
+    ]
+    assert said == []

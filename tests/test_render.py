@@ -305,3 +305,27 @@ def test_parse_never_raises(output: str) -> None:
     parsed = parse_tool_calls(output)
     assert isinstance(parsed.text, str)
     assert "<tool_call>" not in parsed.text
+
+
+def test_the_tool_block_names_the_audience_the_harness_gives_and_no_other() -> None:
+    """No live-room word reaches a harness that has no viewers (#34 A3): the demo says
+    "viewer" through its own `audience` variable, any other harness reads "user"."""
+    from pathlib import Path
+
+    from core.harness.folder import import_folder
+
+    demo = load_demo_harness()
+    assert demo.prompt.variables["audience"] == "viewer"
+    assert "Write the final reply to the viewer as plain text" in render_system_prompt(demo)
+    desk = import_folder(Path(__file__).parent / "fixtures" / "support_desk")
+    prompt = render_system_prompt(desk)
+    assert "Write the final reply to the user as plain text" in prompt
+    assert "viewer" not in prompt.lower()
+    customer = desk.model_copy(
+        update={
+            "prompt": desk.prompt.model_copy(
+                update={"variables": {**desk.prompt.variables, "audience": "customer"}}
+            )
+        }
+    )
+    assert "reply to the customer as plain" in render_system_prompt(customer)

@@ -191,7 +191,7 @@ def import_(
     untrusted_tools = [t.name for t in harness.tools if not t.trusted]
     if untrusted_tools:
         console.print(
-            "[yellow]python:/mcp: tools not trusted (their calls fail): "
+            "[yellow]python:/mcp:/http tools not trusted (their calls fail): "
             f"{esc(', '.join(untrusted_tools))}; re-import with --trust to allow them[/yellow]",
             soft_wrap=True,
         )

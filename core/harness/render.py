@@ -60,14 +60,21 @@ def skill_index(harness: Harness) -> str:
     return "\n".join(f"- {s.name} ({s.kind.value}): {s.description}" for s in harness.active_skills)
 
 
+AUDIENCE_VARIABLE = "audience"
+"""The prompt variable naming who the final reply is for ("viewer" in the live room); without
+it the tool block says "user". The product renders no domain word a harness did not give it,
+so a support desk's training rows never speak of viewers."""
+
+
 def tool_block(harness: Harness) -> str:
     lines = [json.dumps(spec["function"], ensure_ascii=False) for spec in tool_specs(harness)]
+    audience = harness.prompt.variables.get(AUDIENCE_VARIABLE, "").strip() or "user"
     return (
         "\n".join(lines)
         + "\n\nTo call a tool, write exactly:\n"
         + '<tool_call>{"name": "<tool name>", "arguments": {<arguments as JSON>}}</tool_call>\n'
         + "You may write several tool calls in one message. "
-        + "Write the final reply to the viewer as plain text with no tool call."
+        + f"Write the final reply to the {audience} as plain text with no tool call."
     )
 
 
