@@ -338,6 +338,47 @@ def test_numbered_steps_keep_their_order() -> None:
             ]
 
 
+def _step_order(body: str, steps: list[str]) -> list[int]:
+    lowered = body.lower()  # as prose, a step's first letter may be lowercased
+    return [lowered.find(step.strip().lower()[:24]) for step in steps]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_numbered_steps_keep_their_order_through_format_then_shuffle(seed: int) -> None:
+    """skill_list_format, then skill_bullet_shuffle (as one chain may draw them): a numbered
+    list's steps come out in their order, as numbers or as ordered prose (#34 A4: a format
+    that turned steps into bullets let the shuffle reorder them)."""
+    fmt = next(t for t in transforms() if t.name == "skill_list_format")
+    shuffle = next(t for t in transforms() if t.name == "skill_bullet_shuffle")
+    bank = load_bank(BankName.TRAIN)
+    rng = random.Random(seed)
+    formatted, _ = fmt(demo(), rng, bank)
+    out, _ = shuffle(formatted, rng, bank)
+    checked = 0
+    for before, after in zip(demo().skills, out.skills, strict=True):
+        for block in (b for b in list_blocks(before.body) if b.ordered and b.flat):
+            found = _step_order(after.body, [item[0] for item in block.items])
+            assert all(i >= 0 for i in found), (before.name, block.items, after.body)
+            assert found == sorted(found), (before.name, after.body)
+            checked += 1
+    assert checked > 0
+
+
+def test_a_numbered_list_is_never_rendered_as_bullets() -> None:
+    fmt = next(t for t in transforms() if t.name == "skill_list_format")
+    seen = 0
+    for seed in range(20):
+        out, _ = fmt(demo(), random.Random(seed), load_bank(BankName.TRAIN))
+        for before, after in zip(demo().skills, out.skills, strict=True):
+            bulleted = {
+                item[0] for b in list_blocks(after.body) if not b.ordered for item in b.items
+            }
+            for block in (b for b in list_blocks(before.body) if b.ordered):
+                seen += 1
+                assert not {item[0] for item in block.items} & bulleted, after.body
+    assert seen > 0
+
+
 # ----------------------------------------------------------------------------- text helpers
 
 

@@ -81,10 +81,13 @@ def _deeper(line: str, indent: str) -> bool:
     return stripped is not None and stripped[:1] in (" ", "\t")
 
 
-def render_list(block: ListBlock, ordered: bool, bullet: str = "-") -> list[str]:
+def render_list(
+    block: ListBlock, ordered: bool, bullet: str = "-", number_end: str = "."
+) -> list[str]:
+    """The block's items as lines: numbered `1.` (or `1)` with `number_end`) or bulleted."""
     lines: list[str] = []
     for n, item in enumerate(block.items, start=1):
-        marker = f"{n}." if ordered else bullet
+        marker = f"{n}{number_end}" if ordered else bullet
         lines.append(f"{block.indent}{marker} {item[0]}")
         lines.extend(item[1:])
     return lines

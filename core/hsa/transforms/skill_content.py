@@ -215,9 +215,9 @@ def _capitalize(text: str) -> str:
 
 def _reformat(text: str, rng: random.Random, connectors: Sequence[Sequence[str]]) -> str:
     def rewrite(block: ListBlock) -> list[str] | None:
-        options = ["bullets" if block.ordered else "numbered"]
-        if not block.ordered:
-            options.append("marker")
+        # A numbered list is steps: it stays numbered (another numbering style) or becomes
+        # ordered prose, never bullets, which a later skill_bullet_shuffle would reorder.
+        options = ["numbering"] if block.ordered else ["numbered", "marker"]
         if (
             block.flat
             and len(block.items) >= 2
@@ -230,7 +230,10 @@ def _reformat(text: str, rng: random.Random, connectors: Sequence[Sequence[str]]
         if choice == "marker":
             current = _bullet(text, block)
             return render_list(block, False, "*" if current != "*" else "-")
-        return render_list(block, choice == "numbered", rng.choice("-*"))
+        if choice == "numbering":
+            paren = text.split("\n")[block.start].lstrip().split(" ", 1)[0].endswith(")")
+            return render_list(block, True, number_end="." if paren else ")")
+        return render_list(block, True)
 
     return replace_blocks(text, rewrite)
 
@@ -239,9 +242,10 @@ def _reformat(text: str, rng: random.Random, connectors: Sequence[Sequence[str]]
 def skill_list_format(
     harness: Harness, rng: random.Random, bank: Bank
 ) -> tuple[Harness, SurfaceMapping]:
-    """Change how skill bodies lay out lists: bullets <-> numbered, another bullet marker, or
-    a one-line list as prose (numbered steps keep their order through bank connectors such as
-    "To start, ... Next, ... Last, ...")."""
+    """Change how skill bodies lay out lists: bullets -> numbered, another bullet marker or
+    numbering style (`1.` <-> `1)`), or a one-line list as prose. Numbered lists are steps and
+    keep their order: they never become bullets (which skill_bullet_shuffle reorders), and as
+    prose they keep it through bank connectors such as "To start, ... Next, ... Last, ..."."""
     connectors = bank.section("skills").get("prose", {}).get("ordered", [])
     out = _with_bodies(
         harness, lambda body: _reformat(body, rng, connectors), "no skill body has a list"
