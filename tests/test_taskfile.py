@@ -290,3 +290,65 @@ def test_a_judge_that_is_down_is_named_before_anything_runs() -> None:
         JudgeUnavailable, match=r"the judge at http://127.0.0.1:9/v1 does not answer"
     ):
         asyncio.run(check_judge(judge, timeout_s=2))
+
+
+# ----------------------------------------------------------------------------- derived numbers
+
+
+def _orders(args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    return {
+        "customer": args["order_id"],
+        "orders": [
+            {"id": "A-1", "total": 17.48, "items": 12},
+            {"id": "A-2", "total": 30.02, "items": 14},
+            {"id": "A-3", "total": 112.5, "items": 3},
+        ],
+    }
+
+
+def _play_orders(reply: str) -> Any:
+    bindings = Bindings()
+    bindings.register("test.lookup_order", _orders)
+    turns = [
+        AssistantTurn(tool_calls=[ToolCall(name="lookup_order", arguments={"order_id": "C-7"})]),
+        AssistantTurn(content=reply),
+    ]
+    loop = AgentLoop(_harness(), ScriptedClient(turns), bindings)
+    return asyncio.run(loop.run("what did I spend?", context={}))
+
+
+@pytest.mark.parametrize(
+    ("reply", "how"),
+    [
+        ("You spent 160.00 over your orders.", "the sum of every 'total'"),
+        ("Your first two orders came to 47.50.", "17.48 + 30.02"),
+        ("A-3 cost 95.02 more than A-1.", "the difference of"),
+        ("You bought 29 items in all.", "the sum of every 'items'"),
+    ],
+)
+def test_a_count_sum_or_difference_of_tool_values_is_grounded_and_says_how(
+    reply: str, how: str
+) -> None:
+    """#34 A1: a correct total is not made up; the grade's reason says how it follows."""
+    from core.taskfile.grading import accuracy_by_grounding
+
+    trace = _play_orders(reply)
+    result = accuracy_by_grounding(trace, reply)
+    assert result.score == 1, result.reasons
+    assert any(how in r for r in result.reasons), result.reasons
+
+
+@given(wrong=st.floats(min_value=10, max_value=10_000).map(lambda v: round(v, 2)))
+@settings(max_examples=40, deadline=None)
+def test_a_number_no_tool_value_adds_up_to_is_still_made_up(wrong: float) -> None:
+    from core.taskfile.grading import accuracy_by_grounding, derived_numbers, numbers_in
+
+    trace = _play_orders("x")
+    derived = derived_numbers(trace)
+    reply = f"You spent {wrong:.2f} in total."
+    (stated,) = numbers_in(reply)
+    result = accuracy_by_grounding(trace, reply)
+    grounded = stated in derived or stated in numbers_in(str(trace.messages))
+    assert (result.score == 1) == grounded, (reply, result.reasons)
+    if not grounded:
+        assert "nor a count, sum or difference" in result.reasons[0]

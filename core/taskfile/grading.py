@@ -93,20 +93,81 @@ def _sources(trace: Trace) -> str:
     return "\n".join(parts)
 
 
+MAX_DERIVED_FROM = 80
+"""Tool values a derived number may be built from (the first ones of the run): pairwise sums
+and differences grow with the square of this."""
+
+
+def _walk_numbers(
+    value: Any, key: str, out: list[tuple[str, float]], lists: list[list[Any]]
+) -> None:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int | float):
+        out.append((key, float(value)))
+    elif isinstance(value, str):
+        out.extend((key, float(n)) for n in numbers_in(value))
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _walk_numbers(v, str(k), out, lists)
+    elif isinstance(value, list):
+        lists.append(value)
+        for v in value:
+            _walk_numbers(v, key, out, lists)
+
+
+def derived_numbers(trace: Trace) -> dict[str, str]:
+    """{number: how it follows from the run's tool results} for numbers a reply may state
+    without any tool returning them: the count of a list, the sum of one field over the
+    results ("3 orders", "$47.50 in total"), and the sum or difference of two tool values."""
+    values: list[tuple[str, float]] = []
+    lists: list[list[Any]] = []
+    for step in trace.steps_of(ToolCallStep):
+        if step.error_kind is None:
+            _walk_numbers(step.result, "", values, lists)
+    derived: dict[str, str] = {}
+
+    def add(value: float, how: str) -> None:
+        if value >= 0:
+            derived.setdefault(_number(f"{value:.6f}"), how)
+
+    for items in lists:
+        add(float(len(items)), f"the count of a list of {len(items)} in a tool result")
+    by_key: dict[str, list[float]] = {}
+    for key, value in values:
+        by_key.setdefault(key, []).append(value)
+    for key, numbers in by_key.items():
+        if key and len(numbers) > 1:
+            add(sum(numbers), f"the sum of every {key!r} in the tool results")
+    head = [v for _, v in values[:MAX_DERIVED_FROM]]
+    for i, a in enumerate(head):
+        for b in head[i + 1 :]:
+            add(a + b, f"{_number(str(a))} + {_number(str(b))} (tool results)")
+            add(
+                abs(a - b),
+                f"the difference of {_number(str(a))} and {_number(str(b))} (tool results)",
+            )
+    return derived
+
+
 def accuracy_by_grounding(trace: Trace, reply: str) -> GraderResult:
+    """Every number of the reply (10 and above) is in the conversation, or follows from the
+    tool results as a count, sum or difference (`derived_numbers`, named in the reasons)."""
     supported = numbers_in(_sources(trace))
-    unsupported = sorted(
+    checked = sorted(
         n for n in numbers_in(reply) if n not in supported and float(n) >= UNCHECKED_BELOW
     )
+    derived = derived_numbers(trace) if checked else {}
+    unsupported = [n for n in checked if n not in derived]
     if unsupported:
         return GraderResult(
             score=0.0,
             reasons=[
                 f"the reply states {', '.join(unsupported)}, which nothing in the "
-                "conversation supports"
+                "conversation supports (nor a count, sum or difference of tool values)"
             ],
         )
-    return GraderResult(score=1.0)
+    return GraderResult(score=1.0, reasons=[f"{n}: {derived[n]}" for n in checked])
 
 
 def _filled(
