@@ -112,3 +112,29 @@ def test_eval_out_on_a_run_that_failed_before_any_item_says_so(
     assert "no report written" in result.output and "not trusted" in result.output
     assert "Traceback" not in result.output
     assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.parametrize("raw", [b"caf\xe9.md", b"\xff\xfe", b"ok-\x80.txt"])
+def test_a_file_name_that_is_not_utf8_is_a_problem_at_validate_and_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, raw: bytes
+) -> None:
+    import os
+    import shutil
+
+    monkeypatch.setenv("HAT_HOME", str(tmp_path / "home"))
+    folder = tmp_path / "desk"
+    shutil.copytree(DESK, folder)
+    skill = next((folder / "skills").iterdir())
+    (skill / "references").mkdir()
+    with open(os.path.join(os.fsencode(skill / "references"), raw), "wb") as handle:
+        handle.write(b"notes")
+    for command in (["harness", "validate", str(folder)], ["harness", "import", str(folder)]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 1, result.output
+        assert "not UTF-8" in result.output
+        assert (
+            "Traceback" not in result.output
+            and result.exception is None
+            or isinstance(result.exception, SystemExit)
+        )
+    assert "support-desk" not in runner.invoke(app, ["harness", "log"]).output

@@ -1202,6 +1202,15 @@ def _unexpected_files(reader: _Reader, section_ids: set[str]) -> None:
         reader.add(rel, "", f"unexpected file: {msg}")
 
 
+def _utf8_name(name: str) -> bool:
+    """A file name the store can hold: no undecodable bytes (surrogate escapes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def scan_folder(path: Path) -> tuple[dict[str, bytes], list[Problem]]:
     """Every regular file of a harness folder as {relative posix path: bytes}, and a problem
     for every entry that is not a regular file or folder (symbolic links, dangling or not,
@@ -1228,6 +1237,19 @@ def scan_folder(path: Path) -> tuple[dict[str, bytes], list[Problem]]:
             if entry.name.startswith("."):
                 continue
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if not _utf8_name(entry.name):
+                shown = entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                where = f"{rel_dir}/{shown}" if rel_dir else shown
+                problems.append(
+                    Problem(
+                        where,
+                        "",
+                        "its name is not UTF-8 text (bytes "
+                        f"{os.fsencode(entry.name)!r}); rename it: a stored harness names "
+                        "its files in UTF-8",
+                    )
+                )
+                continue
             try:
                 if entry.is_symlink():
                     note = _link_note(Path(entry.path))
