@@ -132,9 +132,6 @@ def test_a_file_name_that_is_not_utf8_is_a_problem_at_validate_and_import(
         result = runner.invoke(app, command)
         assert result.exit_code == 1, result.output
         assert "not UTF-8" in result.output
-        assert (
-            "Traceback" not in result.output
-            and result.exception is None
-            or isinstance(result.exception, SystemExit)
-        )
+        assert "Traceback" not in result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
     assert "support-desk" not in runner.invoke(app, ["harness", "log"]).output
