@@ -97,6 +97,7 @@ def validate(
     from core.runtime.tool_runtime import binding_problems, probe_bindings
 
     harness = _read(path, trust)
+    _print_warnings(harness)
     if tasks is not None:
         _check_tasks(harness, tasks, trust)
     if probe:
@@ -125,6 +126,17 @@ def validate(
     if problems:
         fail(f"{len(problems)} tool(s) of {path} have bindings the runtime cannot run")
     console.print(f"[green]ok[/green] {summary}", soft_wrap=True)
+
+
+def _print_warnings(harness: Harness) -> None:
+    from core.harness.checks import spec_warnings
+
+    for warning in spec_warnings(harness):
+        console.print(
+            f"[yellow]warning[/yellow] {esc(warning.file)}: {esc(warning.field)}: "
+            f"{esc(warning.message)}",
+            soft_wrap=True,
+        )
 
 
 def _check_tasks(harness: Harness, path: Path, trust: bool) -> None:
@@ -177,6 +189,7 @@ def import_(
 ) -> None:
     """Store a harness folder as a new immutable version."""
     harness = _read(path, trust)
+    _print_warnings(harness)
     with open_store() as store:
         info = store.commit(harness, message, tag=tag or None)
         # trust stored at an earlier import carries over: report what the version loads as
@@ -371,18 +384,44 @@ def import_skill(
     ],
     into: IntoOpt,
     replace: ReplaceOpt = False,
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Add none of the folders when any of them has a problem."),
+    ] = False,
 ) -> None:
-    """Add agentskills.io skill folders, with all their files, to a harness folder."""
+    """Add agentskills.io skill folders, with all their files, to a harness folder: each
+    folder reported on its own, the valid ones added (all or none with --strict)."""
+    from core.harness.checks import spec_warnings
     from core.harness.interop import read_skill_folder
 
     skills = []
-    problems = []
+    problems: list[Problem] = []
+    refused = 0
     for folder in folders:
         try:
-            skills.append(read_skill_folder(folder))
+            skill = read_skill_folder(folder)
         except HarnessError as exc:
+            refused += 1
             problems.extend(exc.problems)
-    _add(into, replace, "skill(s)", problems, skills=skills)
+            if not strict:
+                console.print(f"[red]not added[/red] {esc(folder)}:", soft_wrap=True)
+                print_problems(exc)
+            continue
+        skills.append(skill)
+        warned = spec_warnings(Harness(name="skills", skills=[skill]))
+        for warning in warned:
+            console.print(
+                f"[yellow]warning[/yellow] {esc(folder)}: {esc(warning.field)}: "
+                f"{esc(warning.message)}",
+                soft_wrap=True,
+            )
+    if strict:
+        _add(into, replace, "skill(s)", problems, skills=skills)
+        return
+    if skills:
+        _add(into, replace, "skill(s)", [], skills=skills)
+    if refused:
+        fail(f"{refused} of {len(folders)} skill folder(s) not added (their problems above)")
 
 
 @app.command("import-hooks")

@@ -111,3 +111,21 @@ def cross_check(harness: Harness) -> list[Problem]:
                 )
             )
     return problems
+
+
+def spec_warnings(harness: Harness) -> list[Problem]:
+    """Limits of a published spec that the harness passes but the product can live with
+    (a warning with the value, never a refusal): a skill description past the agentskills.io
+    spec's 1024 characters, which some clients cut."""
+    from core.harness.models import SKILL_DESCRIPTION_SPEC
+
+    return [
+        Problem(
+            f"skills/{skill.name}/SKILL.md",
+            "description",
+            f"{len(skill.description):,} characters, past the agentskills.io spec's "
+            f"{SKILL_DESCRIPTION_SPEC}: clients that follow the spec may cut it",
+        )
+        for skill in harness.skills
+        if len(skill.description) > SKILL_DESCRIPTION_SPEC
+    ]

@@ -57,6 +57,11 @@ class SkillKind(StrEnum):
     STRATEGY = "strategy"
 
 
+SKILL_DESCRIPTION_SPEC = 1024
+"""The agentskills.io spec's limit on a skill's description. Published skills pass it (one of
+17 tried was 1,068 characters), so past it is a warning (`spec_warnings`), not a wall."""
+SKILL_DESCRIPTION_MAX = 8192
+"""What a skill's description may hold at most: it is read into every prompt's skill index."""
 MAX_SKILL_FILE_BYTES = 10 * 1024 * 1024
 """The largest extra file a skill folder may hold (a font, a template, a PDF)."""
 MAX_SKILL_FILES_BYTES = 50 * 1024 * 1024
@@ -142,8 +147,12 @@ class Skill(_Model):
     def _check_description(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("skill description must not be empty")
-        if len(value) > 1024:
-            raise ValueError(f"skill description is {len(value)} characters; the limit is 1024")
+        if len(value) > SKILL_DESCRIPTION_MAX:
+            raise ValueError(
+                f"skill description is {len(value):,} characters; the most it may hold is "
+                f"{SKILL_DESCRIPTION_MAX:,} (the agentskills.io spec says "
+                f"{SKILL_DESCRIPTION_SPEC})"
+            )
         return value
 
     @field_validator("metadata")
