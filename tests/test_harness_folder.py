@@ -136,12 +136,19 @@ def test_export_import_export_is_byte_identical(tmp_path: Path) -> None:
     assert read_files(first) == read_files(second)
 
 
-def test_export_removes_stale_component_files(demo_copy: Path) -> None:
+def test_export_removes_stale_component_files(demo_copy: Path, tmp_path: Path) -> None:
     harness = import_folder(demo_copy)
+    out = tmp_path / "exported"
+    export_folder(harness, out)
     slim = harness.model_copy(update={"tools": harness.tools[:-1]})
-    export_folder(slim, demo_copy)
-    assert not (demo_copy / "tools" / f"{harness.tools[-1].name}.json").exists()
-    assert import_folder(demo_copy) == slim
+    export_folder(slim, out)
+    assert not (out / "tools" / f"{harness.tools[-1].name}.json").exists()
+    assert import_folder(out) == slim
+    # a folder no export of ours wrote (no manifest): its stale file is not deleted
+    with pytest.raises(HarnessError) as info:
+        export_folder(slim, demo_copy)
+    assert "did not write it" in str(info.value)
+    assert (demo_copy / "tools" / f"{harness.tools[-1].name}.json").exists()
 
 
 def test_in_memory_files_round_trip() -> None:

@@ -19,11 +19,14 @@ import ast
 import base64
 import binascii
 import contextlib
+import hashlib
 import json
 import math
 import os
 import re
+import shutil
 import stat
+import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -360,6 +363,65 @@ def _link_note(path: Path) -> str:
         return ""
 
 
+EXPORT_MANIFEST = ".hat-export.json"
+"""What the last export wrote into a folder ({"files": {path: sha256}}): the only files a
+later export may delete. Hidden, so import never reads it."""
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_export_manifest(path: Path) -> dict[str, str]:
+    """{relative path: sha256} of the files the last export wrote into `path`; {} when there
+    is no manifest (or it is not one: then nothing may be deleted)."""
+    target = path / EXPORT_MANIFEST
+    try:
+        if not stat.S_ISREG(os.lstat(target).st_mode):
+            return {}
+        data = json.loads(_read_regular(str(target), limit=16 * 1024 * 1024) or b"{}")
+    except (OSError, ValueError, _Refused):
+        return {}
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict):
+        return {}
+    return {str(k): str(v) for k, v in files.items() if isinstance(v, str)}
+
+
+def _stale_or_problem(
+    root: Path, rel: str, written: dict[str, str], stale: list[str], problems: list[Problem]
+) -> None:
+    """A file of an earlier export that the new one does not write: stale (deleted) only when
+    the last export wrote it and it is unchanged since; else a problem, and nothing happens."""
+    full = root / rel
+    if rel not in written:
+        problems.append(
+            Problem(
+                str(full),
+                "",
+                "the harness has no such file and the folder's last export did not write it: "
+                "export will not delete it (move it away, or export into a new folder)",
+            )
+        )
+        return
+    try:
+        data = _read_regular(str(full), limit=MAX_FOLDER_FILE_BYTES)
+    except (OSError, _Refused) as exc:
+        problems.append(Problem(str(full), "", f"cannot read: {exc}"))
+        return
+    if data is None or _sha(data) != written[rel]:
+        problems.append(
+            Problem(
+                str(full),
+                "",
+                "changed since the last export wrote it, and the harness no longer has it: "
+                "export will not delete your edit (move it away first)",
+            )
+        )
+        return
+    stale.append(rel)
+
+
 def _export_plan(path: Path, files: dict[str, bytes]) -> tuple[list[str], list[Problem]]:
     """(stale files export may delete, problems that forbid writing into `path`).
 
@@ -405,6 +467,7 @@ def _export_plan(path: Path, files: dict[str, bytes]) -> tuple[list[str], list[P
             )
         )
     stale: list[str] = []
+    written = read_export_manifest(path)
     try:  # an earlier export's mcp.json goes when the harness no longer has MCP servers
         mcp_st = os.lstat(path / MCP_FILE)
     except FileNotFoundError:
@@ -421,7 +484,7 @@ def _export_plan(path: Path, files: dict[str, bytes]) -> tuple[list[str], list[P
                 )
             )
         elif MCP_FILE not in files:
-            stale.append(MCP_FILE)
+            _stale_or_problem(path, MCP_FILE, written, stale, problems)
     for top in _COMPONENT_DIRS:
         stack = [top]
         while stack:
@@ -462,7 +525,7 @@ def _export_plan(path: Path, files: dict[str, bytes]) -> tuple[list[str], list[P
                     )
                 )
             elif rel not in files:
-                stale.append(rel)
+                _stale_or_problem(path, rel, written, stale, problems)
     for rel in files:  # a folder where a file goes (tools/x.json/) cannot be replaced safely
         full = path / rel
         if full.is_dir() and not full.is_symlink():
@@ -500,12 +563,61 @@ def _make_dirs(root: Path, rel_dir: str) -> None:
                 ) from None
 
 
+def _manifest_bytes(files: dict[str, bytes]) -> bytes:
+    listed = {rel: _sha(data) for rel, data in sorted(files.items())}
+    return (json.dumps({"files": listed}, indent=1) + "\n").encode("utf-8")
+
+
+def _export_fresh(path: Path, files: dict[str, bytes]) -> None:
+    """A new folder, built whole in a hidden sibling and renamed into place: an interrupted
+    export leaves no folder at `path`, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.hat-export-", dir=path.parent))
+    try:
+        for rel, data in files.items():
+            parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
+            if parent:
+                _make_dirs(tmp, parent)
+            _write_new(tmp / rel, data)
+        _write_new(tmp / EXPORT_MANIFEST, _manifest_bytes(files))
+        os.chmod(tmp, 0o755)
+        with contextlib.suppress(FileNotFoundError):
+            os.rmdir(path)  # an empty folder the user made for it
+        os.rename(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _stage(target: Path, data: bytes) -> Path:
+    """`data` in a hidden temporary sibling of `target` (opened O_NOFOLLOW), to be renamed
+    over it once every file of the export is staged."""
+    tmp = target.with_name(f".{target.name}.hat-export")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = os.open(tmp, flags, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
 def export_folder(harness: Harness, path: Path) -> None:
     """Write the canonical folder into `path` (missing, empty, or an earlier export).
 
-    Stale component files of an earlier export are removed. Anything export did not write
-    (other files under the component folders, links, FIFOs) makes it refuse with a
-    HarnessError naming the path, before anything is written or deleted.
+    A new folder is built whole beside `path` and renamed into place. Into an earlier export,
+    every file is first staged as a hidden temporary sibling (an interruption there leaves the
+    folder as it was, plus hidden files import skips), then renamed over its target. Only
+    files the folder's last export wrote (its `.hat-export.json` manifest) and that are
+    unchanged since are deleted when the harness no longer has them. Anything else export
+    did not write (other files under the component folders, links, FIFOs, a stale file
+    without a manifest entry) makes it refuse with a HarnessError naming the path, before
+    anything is written or deleted.
     """
     path = Path(path)
     files = folder_blobs(harness)
@@ -513,15 +625,27 @@ def export_folder(harness: Harness, path: Path) -> None:
     if problems:
         raise HarnessError(problems)
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        for rel, data in files.items():
-            parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
-            if parent:
-                _make_dirs(path, parent)
-            _write_new(path / rel, data)
+        if not os.path.lexists(path) or not os.listdir(path):
+            _export_fresh(path, files)
+            return
+        staged: list[tuple[Path, Path]] = []
+        try:
+            for rel, data in files.items():
+                parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
+                if parent:
+                    _make_dirs(path, parent)
+                staged.append((_stage(path / rel, data), path / rel))
+        except BaseException:
+            for tmp, _ in staged:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            raise
+        for tmp, target in staged:
+            os.replace(tmp, target)  # replaces a name, never what a link points at
         for rel in stale:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path / rel)
+        _write_new(path / EXPORT_MANIFEST, _manifest_bytes(files))
         for top in _COMPONENT_DIRS:
             root = path / top
             if root.is_dir() and not root.is_symlink():
