@@ -32,19 +32,30 @@ def variables(harness: Harness) -> dict[str, str]:
     return values
 
 
+SKILL_FILE_ARGUMENT = "file"
+"""The loader's argument that reads one of a skill's own files (references/, scripts/, ...),
+offered only when an enabled skill has files: the agentskills.io spec's progressive
+disclosure (SKILL.md first, its files when the instructions point at them)."""
+
+
 def load_skill_spec(harness: Harness) -> dict[str, Any]:
     """The built-in skill loader, shaped like any other function tool."""
     names = [s.name for s in harness.active_skills]
+    properties: dict[str, Any] = {"name": {"type": "string", "enum": names}}
+    description = "Load the full instructions of a skill from the skill index."
+    if any(s.files for s in harness.active_skills):
+        properties[SKILL_FILE_ARGUMENT] = {
+            "type": "string",
+            "description": "One of the skill's files to read (a path from its file list); "
+            "leave out to load the instructions.",
+        }
+        description += " With file, read one of the skill's own files."
     return {
         "type": "function",
         "function": {
             "name": harness.settings.load_skill_tool,
-            "description": "Load the full instructions of a skill from the skill index.",
-            "parameters": {
-                "type": "object",
-                "properties": {"name": {"type": "string", "enum": names}},
-                "required": ["name"],
-            },
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": ["name"]},
         },
     }
 

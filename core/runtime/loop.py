@@ -8,7 +8,8 @@ trained is exactly what is served. One request:
 3. Up to `settings.max_turns` model calls. Each output is parsed (`prompt` protocol: the
    `<tool_call>{json}</tool_call>` blocks in the text; `native`: the reply's tool calls).
    - Tool calls run in order. The skill loader (`settings.load_skill_tool`) returns the skill's
-     body, or an error listing the available skills. A harness tool: unknown -> error; arguments
+     body (with its file list when the skill has files; `"file": <path>` reads one of them),
+     or an error listing the available skills. A harness tool: unknown -> error; arguments
      checked against its schema -> error, not run (a wrong or missing name: the error also
      says what the tool takes, core/harness/schema.py `invalid_arguments_message`);
      before_tool hooks (a block: not run, the reminder is the tool's error); the binding
@@ -54,13 +55,18 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from string import Template
 from typing import Any
 
 from core.harness.models import Harness, Hook, HookEvent, ToolProtocol
-from core.harness.render import parse_tool_calls, render_system_prompt, tool_specs
+from core.harness.render import (
+    SKILL_FILE_ARGUMENT,
+    parse_tool_calls,
+    render_system_prompt,
+    tool_specs,
+)
 from core.harness.schema import argument_errors, invalid_arguments_message
 from core.runtime.bindings import Bindings, ToolContext, ToolError, ToolErrorKind
 from core.runtime.client import ChatClient, DeltaCallback, Message, ModelError, ModelReply
@@ -368,11 +374,19 @@ class _Request:
                 message = f'{call.name} needs {{"name": <skill>}}; available skills: {available}'
             self._emit(SkillLoadStep(name=str(name), call_id=call_id, ok=False, error=message))
             return _dump(ToolError(ToolErrorKind.UNKNOWN_SKILL, message).to_result())
+        wanted = call.arguments.get(SKILL_FILE_ARGUMENT)
+        if wanted is not None and (not isinstance(wanted, str) or wanted not in skill.files):
+            listed = ", ".join(sorted(skill.files)) or "(none)"
+            message = f"skill {skill.name!r} has no file {wanted!r}; its files: {listed}"
+            self._emit(SkillLoadStep(name=skill.name, call_id=call_id, ok=False, error=message))
+            return _dump(ToolError(ToolErrorKind.ERROR, message).to_result())
         if skill.name not in self.trace.loaded_skills:
             self.trace.loaded_skills.append(skill.name)
         self.trace.counts.skill_loads += 1
         self._emit(SkillLoadStep(name=skill.name, call_id=call_id, ok=True, kind=skill.kind.value))
-        return skill.body
+        if isinstance(wanted, str):
+            return skill_file_text(wanted, skill.files[wanted])
+        return skill_with_files(skill.body, skill.files)
 
     async def _tool(self, call: ToolCall, call_id: str) -> tuple[str, bool]:
         """Run one harness tool call: (content for the model, request over?)."""
@@ -552,3 +566,30 @@ class _Request:
 
 def _dump(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False)
+
+
+SKILL_FILE_SHOWN = 20_000
+"""Characters of one skill file the loader returns (the rest is cut with a note)."""
+
+
+def skill_with_files(body: str, files: Mapping[str, bytes]) -> str:
+    """A skill's instructions and, when it has files, their list and how to read one."""
+    if not files:
+        return body
+    listed = "\n".join(f"- {path} ({len(data):,} bytes)" for path, data in sorted(files.items()))
+    return (
+        f"{body.rstrip()}\n\nFiles of this skill (read one by loading the skill again with "
+        f'"{SKILL_FILE_ARGUMENT}": "<path>"):\n{listed}'
+    )
+
+
+def skill_file_text(path: str, data: bytes) -> str:
+    """One skill file as the model reads it: UTF-8 text (cut past SKILL_FILE_SHOWN
+    characters), or a note for bytes that are not text."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"{path} is a binary file ({len(data):,} bytes): it cannot be shown as text"
+    if len(text) > SKILL_FILE_SHOWN:
+        return text[:SKILL_FILE_SHOWN] + f"\n[... {path} is cut here: {len(text):,} characters]"
+    return text
