@@ -424,6 +424,60 @@ def import_skill(
         fail(f"{refused} of {len(folders)} skill folder(s) not added (their problems above)")
 
 
+@app.command("bind")
+def bind(
+    folder: Annotated[Path, typer.Argument(help="Harness folder holding the tool.")],
+    tool: Annotated[str, typer.Argument(help="The tool's name.")],
+    binding: Annotated[
+        str,
+        typer.Argument(
+            help="Its implementation: python:<module>:<function>, mcp:<server>/<tool> or an "
+            "http(s):// URL."
+        ),
+    ],
+    trust: Annotated[
+        bool,
+        typer.Option(
+            "--trust", help="Also check the binding runs here (imports the module: runs its code)."
+        ),
+    ] = False,
+) -> None:
+    """Bind an imported tool to an implementation: the tool's file is rewritten, nothing else,
+    after the binding's form (and with --trust, that it can be found) is checked."""
+    from core.harness.interop import add_to_folder
+    from core.runtime.tool_runtime import binding_problems, parse_binding
+
+    harness = _read(folder, trust)
+    current = harness.tool(tool)
+    if current is None:
+        names = ", ".join(t.name for t in harness.tools) or "none"
+        fail(f"{folder} has no tool {tool!r} (its tools: {names})")
+    target = parse_binding(binding)
+    if target.kind in ("sim", "hsa", "unknown") or target.problem is not None:
+        fail(
+            f"binding {binding!r}: "
+            + (
+                target.problem
+                or "give python:<module>:<function>, mcp:<server>/<tool> or an http(s):// URL"
+            )
+        )
+    bound = current.model_copy(update={"binding": binding, "trusted": trust})
+    if trust:
+        from core.harness.folder import add_python_roots
+
+        add_python_roots(folder)  # where the module will be looked for once bound
+        probe = harness.model_copy(update={"tools": [bound]})
+        problems = [p for p in binding_problems(probe) if not p.needs_trust]
+        if problems:
+            fail(f"{problems[0].message}; nothing was written")
+    try:
+        add_to_folder(folder, tools=[bound], replace=True)
+    except HarnessError as exc:
+        print_problems(exc)
+        fail(f"nothing was written to {folder}")
+    console.print(f"bound {esc(tool)} to {esc(binding)} in {esc(folder)}", soft_wrap=True)
+
+
 @app.command("import-hooks")
 def import_hooks(
     settings: Annotated[Path, typer.Argument(help="A Claude Code settings.json with hooks.")],

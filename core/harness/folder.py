@@ -1480,7 +1480,24 @@ def import_folder(path: Path, *, trust_python_hooks: bool = False) -> Harness:
     problems = round_trip_problems(harness)
     if problems:
         raise HarnessError(problems)
+    if any(t.binding.startswith("python:") for t in harness.tools):
+        add_python_roots(path)
     return harness
+
+
+PYTHON_ROOTS: list[str] = []
+"""Folders a `python:` binding's module is also looked for in: each harness folder read in
+this process, and its parent (where a package beside the harness lives). Without them a user
+had to set PYTHONPATH before an imported folder's tools could be found."""
+
+
+def add_python_roots(folder: Path) -> None:
+    """Put `folder` and its parent on the list `python:` bindings are imported from (it does
+    not run anything; the tools still run only once trusted)."""
+    resolved = Path(folder).resolve()
+    for root in (str(resolved), str(resolved.parent)):
+        if root not in PYTHON_ROOTS:
+            PYTHON_ROOTS.append(root)
 
 
 def _comparable(harness: Harness) -> dict[str, Any]:

@@ -215,13 +215,43 @@ STATE_FUNCTION = "world_state"
 `ToolRuntime.state_factories`)."""
 
 
+def _import_module(module: str) -> Any:
+    """`importlib.import_module`, then, when the module (or its package) is missing, again
+    with the harness folders read in this process and their parents on the path
+    (core/harness/folder.py PYTHON_ROOTS, appended after the rest of sys.path)."""
+    from core.harness.folder import PYTHON_ROOTS
+
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        missing = exc.name == module or (exc.name and module.startswith(f"{exc.name}."))
+        extra = [root for root in PYTHON_ROOTS if root not in sys.path]
+        if not missing or not extra:
+            raise
+    sys.path.extend(extra)
+    importlib.invalidate_caches()
+    return importlib.import_module(module)
+
+
+def _where_looked() -> str:
+    from core.harness.folder import PYTHON_ROOTS
+
+    roots = ", ".join(PYTHON_ROOTS) or "no harness folder read in this process"
+    return (
+        f"looked in the harness folder and its parent ({roots}) and this Python's path "
+        f"({len(sys.path)} entries, {sys.executable}; PYTHONPATH adds to it)"
+    )
+
+
 def _import_target(module: str, function: str) -> Callable[..., Any]:
     """The callable `module:function` names, or ToolError(error) saying what is missing."""
     try:
-        mod = importlib.import_module(module)
+        mod = _import_module(module)
     except ModuleNotFoundError as exc:
         if exc.name == module or (exc.name and module.startswith(f"{exc.name}.")):
-            raise ToolError(ToolErrorKind.ERROR, f"module {module} not found") from None
+            raise ToolError(
+                ToolErrorKind.ERROR, f"module {module} not found: {_where_looked()}"
+            ) from None
         raise ToolError(ToolErrorKind.ERROR, f"importing {module} failed: {exc}") from None
     except (Exception, SystemExit) as exc:
         message = f"importing {module} raised {type(exc).__name__}: {exc}"[:_SHOWN]
