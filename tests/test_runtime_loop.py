@@ -768,7 +768,7 @@ def test_forbidden_claims_on_input_blocks_before_any_model_call() -> None:
     assert client.calls == [] and trace.counts.model_calls == 0
     assert outline(trace) == [("hook", "injection_guard", "block")]
     assert trace.reason == (
-        "injection_guard: the viewer message contains a forbidden claim: "
+        "injection_guard: the user message contains a forbidden claim: "
         "'IGNORE previous instructions'"
     )
     assert trace.final_reply is None
@@ -806,7 +806,7 @@ def test_fact_check_blocks_invented_numbers_and_accepts_reformatted_ones(protoco
     block = next(s for s in trace.steps_of(HookStep) if s.decision.value == "block")
     assert block.hook == "numbers_match"
     assert block.reason == (
-        "the reply states numbers that no tool result or the viewer message contains: 999, 5"
+        "the reply states numbers that no tool result or the user message contains: 999, 5"
     )
 
 

@@ -146,11 +146,19 @@ def _validate_tool_args(hook: Hook, data: HookInput, harness: Harness) -> HookRe
     return HookResult.allow()
 
 
+def _audience(harness: Harness) -> str:
+    """Who writes the request ("viewer" in the live room; "user" unless the harness's
+    `audience` prompt variable says otherwise): no domain word reaches another harness."""
+    from core.harness.render import AUDIENCE_VARIABLE
+
+    return harness.prompt.variables.get(AUDIENCE_VARIABLE, "").strip() or "user"
+
+
 def _forbidden_claims(hook: Hook, data: HookInput, harness: Harness) -> HookResult:
     params: ForbiddenClaimsParams = parse_params(hook.kind, hook.params)
     on_input = data.event is HookEvent.ON_INPUT
     text = data.viewer_message if on_input else (data.reply or "")
-    where = "the viewer message" if on_input else "the reply"
+    where = f"the {_audience(harness)} message" if on_input else "the reply"
     deadline = Deadline(hook.timeout)
     for pattern in params.patterns:
         match = TimedPattern(pattern, deadline, ignore_case=True).search(text)
@@ -174,8 +182,8 @@ def _fact_check(hook: Hook, data: HookInput, harness: Harness) -> HookResult:
             unsupported.append(match.group(0))
     if unsupported:
         return HookResult.block(
-            "the reply states numbers that no tool result or the viewer message contains: "
-            + ", ".join(unsupported)
+            f"the reply states numbers that no tool result or the {_audience(harness)} message "
+            "contains: " + ", ".join(unsupported)
         )
     return HookResult.allow()
 
