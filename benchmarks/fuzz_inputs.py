@@ -186,7 +186,7 @@ TARGETS: dict[
         Callable[[random.Random, dict[str, Any]], Callable[[], Any]],
         tuple[type[BaseException], ...],
     ],
-] = {  # noqa: E501
+] = {
     "task_line": (case_task_line, (TaskFileError,)),
     "harness_folder": (case_folder, (HarnessError,)),
     "tool_list": (case_tools, (HarnessError,)),
@@ -235,7 +235,7 @@ def main() -> int:
         counts[name] += 1
         try:
             call = make(rng, base)
-        except Exception as exc:  # the generator's own limits (e.g. json.dumps of a deep value)
+        except Exception:  # the generator's own limits (e.g. json.dumps of a deep value)
             outcomes["skipped"] += 1
             continue
         t0 = time.perf_counter()
