@@ -75,8 +75,10 @@ def test_a_retail_agent_goes_through_with_no_hand_edits(retail: Path, tmp_path: 
     assert "gold trajectory" in preview.stdout
     # 4. teacher rows under variants, every one full marks on replay
     rows = tmp_path / "rows.jsonl"
-    made = hat("data", "generate", "--teacher", "oracle", "--tasks", str(tasks), "--harness",
-               str(harness), "--trust", "-k", "2", "--out", str(rows), cwd=tmp_path, home=home)  # fmt: skip
+    made = hat(
+        "data", "generate", "--teacher", "oracle", "--tasks", str(tasks), "--harness",
+        str(harness), "--trust", "-k", "2", "--out", str(rows), cwd=tmp_path, home=home,
+    )  # fmt: skip
     assert made.returncode == 0, made.stdout + made.stderr
     written = [json.loads(line) for line in rows.read_text().splitlines() if line.strip()]
     assert len(written) >= 7 * 2  # 7 train tasks, original and variants
