@@ -84,3 +84,49 @@ def test_a_harness_whose_skills_have_no_files_keeps_its_loader() -> None:
     assert list(spec["parameters"]["properties"]) == ["name"]
     assert spec["description"] == "Load the full instructions of a skill from the skill index."
     assert json.dumps(spec).count("file") == 0
+
+
+def test_executable_bits_survive_import_store_and_export(tmp_path: Path) -> None:
+    """#34 A6: a published skill's scripts/ keep their executable bit through import-skill,
+    the store and export; other files stay non-executable."""
+    import os
+    import stat
+
+    from typer.testing import CliRunner
+
+    from core.cli.main import app
+    from core.harness.folder import export_folder, import_folder
+    from core.store import Store
+
+    folder = tmp_path / "pdf-forms"
+    (folder / "scripts").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: pdf-forms\ndescription: Fill PDF forms.\n---\n\nRun scripts/fill.sh.\n"
+    )
+    script = folder / "scripts" / "fill.sh"
+    script.write_text("#!/bin/sh\necho filled\n")
+    os.chmod(script, 0o755)
+    (folder / "scripts" / "notes.txt").write_text("not a program\n")
+    assert read_skill_folder(folder).executable == ["scripts/fill.sh"]
+    into = tmp_path / "harness"
+    added = CliRunner().invoke(app, ["harness", "import-skill", str(folder), "--into", str(into)])
+    assert added.exit_code == 0, added.output
+
+    def mode(path: Path) -> bool:
+        return bool(os.stat(path).st_mode & stat.S_IXUSR)
+
+    assert mode(into / "skills" / "pdf-forms" / "scripts" / "fill.sh")
+    assert not mode(into / "skills" / "pdf-forms" / "scripts" / "notes.txt")
+    harness = import_folder(into)
+    with Store.open(tmp_path / "hat.db") as store:
+        loaded = store.load(store.commit(harness, "skills").id)
+    assert loaded.skills[0].executable == ["scripts/fill.sh"]
+    out = tmp_path / "out"
+    export_folder(loaded, out)
+    assert mode(out / "skills" / "pdf-forms" / "scripts" / "fill.sh")
+    assert not mode(out / "skills" / "pdf-forms" / "scripts" / "notes.txt")
+    assert not (out / "skills" / "pdf-forms" / ".executable").exists()
+    assert import_folder(out) == harness
+    # a later export over it keeps the bit (staged files are made executable before the rename)
+    export_folder(loaded.model_copy(update={"description": "again"}), out)
+    assert mode(out / "skills" / "pdf-forms" / "scripts" / "fill.sh")

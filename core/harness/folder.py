@@ -74,6 +74,9 @@ TOOL_EXT_KEYS = (
     "mcp",
 )
 BINARY_DIR = ".binary"
+EXECUTABLE_FILE = ".executable"
+"""The store's listing of a skill's files that carry the executable bit (one path a line):
+hidden, so a folder on disk never holds it (its mode bits say the same)."""
 """Where the store form of a skill keeps a file that is not UTF-8 text: as base64 under
 skills/<name>/.binary/<path>. A folder on disk never holds it (import skips hidden entries);
 export writes the file's own bytes at skills/<name>/<path>."""
@@ -298,6 +301,10 @@ def folder_files(harness: Harness) -> dict[str, str]:
         files[f"skills/{skill.name}/SKILL.md"] = skill_text(skill)
         for store_rel, text, _data in skill_file_entries(skill):
             files[store_rel] = text
+        if skill.executable:
+            files[f"skills/{skill.name}/{EXECUTABLE_FILE}"] = "".join(
+                f"{rel}\n" for rel in skill.executable
+            )
     for tool in harness.tools:
         files[f"tools/{tool.name}.json"] = tool_text(tool)
     for hook in harness.hooks:
@@ -325,7 +332,31 @@ def folder_blobs(harness: Harness) -> dict[str, bytes]:
         for store_rel, _text, data in skill_file_entries(skill):
             del blobs[store_rel]
             blobs[store_rel.replace(f"/{BINARY_DIR}/", "/", 1)] = data
+        blobs.pop(f"skills/{skill.name}/{EXECUTABLE_FILE}", None)  # on disk: the mode bits
     return blobs
+
+
+def executable_paths(harness: Harness) -> set[str]:
+    """Folder paths export gives the executable bit (each skill's `executable` files)."""
+    return {f"skills/{s.name}/{rel}" for s in harness.skills for rel in s.executable}
+
+
+def _with_modes(harness: Harness, folder: Path) -> Harness:
+    """`harness` with each skill's `executable` read from the folder's mode bits (a folder
+    on disk keeps them there, the store in a listing of its own)."""
+    skills = []
+    for skill in harness.skills:
+        found = []
+        for rel in skill.files:
+            with contextlib.suppress(OSError):
+                if os.lstat(folder / "skills" / skill.name / rel).st_mode & stat.S_IXUSR:
+                    found.append(rel)
+        skills.append(
+            skill.model_copy(update={"executable": sorted(found)})
+            if sorted(found) != skill.executable
+            else skill
+        )
+    return harness.model_copy(update={"skills": skills})
 
 
 _EXPORT_SHAPES = (
@@ -568,7 +599,18 @@ def _manifest_bytes(files: dict[str, bytes]) -> bytes:
     return (json.dumps({"files": listed}, indent=1) + "\n").encode("utf-8")
 
 
-def _export_fresh(path: Path, files: dict[str, bytes]) -> None:
+def update_export_manifest(path: Path, written: dict[str, bytes], removed: list[str]) -> None:
+    """Record files written into (or removed from) a folder by something other than a whole
+    export (adding a component), so a later export may still replace or delete them."""
+    listed = read_export_manifest(path)
+    listed.update({rel: _sha(data) for rel, data in written.items()})
+    for rel in removed:
+        listed.pop(rel, None)
+    text = json.dumps({"files": dict(sorted(listed.items()))}, indent=1) + "\n"
+    _write_new(path / EXPORT_MANIFEST, text.encode("utf-8"))
+
+
+def _export_fresh(path: Path, files: dict[str, bytes], executable: set[str]) -> None:
     """A new folder, built whole in a hidden sibling and renamed into place: an interrupted
     export leaves no folder at `path`, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -579,6 +621,8 @@ def _export_fresh(path: Path, files: dict[str, bytes]) -> None:
             if parent:
                 _make_dirs(tmp, parent)
             _write_new(tmp / rel, data)
+            if rel in executable:
+                os.chmod(tmp / rel, 0o755)
         _write_new(tmp / EXPORT_MANIFEST, _manifest_bytes(files))
         os.chmod(tmp, 0o755)
         with contextlib.suppress(FileNotFoundError):
@@ -625,8 +669,9 @@ def export_folder(harness: Harness, path: Path) -> None:
     if problems:
         raise HarnessError(problems)
     try:
+        executable = executable_paths(harness)
         if not os.path.lexists(path) or not os.listdir(path):
-            _export_fresh(path, files)
+            _export_fresh(path, files, executable)
             return
         staged: list[tuple[Path, Path]] = []
         try:
@@ -634,7 +679,10 @@ def export_folder(harness: Harness, path: Path) -> None:
                 parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
                 if parent:
                     _make_dirs(path, parent)
-                staged.append((_stage(path / rel, data), path / rel))
+                staged_file = _stage(path / rel, data)
+                if rel in executable:
+                    os.chmod(staged_file, 0o755)
+                staged.append((staged_file, path / rel))
         except BaseException:
             for tmp, _ in staged:
                 with contextlib.suppress(OSError):
@@ -929,7 +977,7 @@ def _skill_files(reader: _Reader, folder: str) -> dict[str, bytes] | None:
     where: dict[str, str] = {}
     ok = True
     for rel in sorted(r for r in reader.files if r.startswith(prefix)):
-        if rel == f"{prefix}SKILL.md":
+        if rel in (f"{prefix}SKILL.md", f"{prefix}{EXECUTABLE_FILE}"):
             continue
         data = reader.files[rel]
         if rel.startswith(binary_prefix):
@@ -1029,12 +1077,19 @@ def _read_skill(reader: _Reader, folder: str) -> Skill | None:
     extra = _skill_files(reader, folder)
     if extra is None:
         return None
+    listing = reader.files.get(f"skills/{folder}/{EXECUTABLE_FILE}")
+    executable = (
+        [line for line in listing.decode("utf-8", "replace").split("\n") if line]
+        if listing is not None
+        else []
+    )
     data.update(
         body=parts[1],
         kind=meta.pop("kind", "reply"),
         enabled=enabled == "true",
         metadata=meta,
         files=extra,
+        executable=executable,
     )
     skill = reader.build(Skill, data, rel, rename=_SKILL_RENAME)
     if skill is not None and skill.name != folder:
@@ -1477,6 +1532,8 @@ def import_folder(path: Path, *, trust_python_hooks: bool = False) -> Harness:
         raise HarnessError([Problem(str(path), "", "not a folder")])
     files = read_files(path)
     harness = harness_from_files(files, trust_python_hooks=trust_python_hooks, name=path.name)
+    if any(s.files for s in harness.skills):
+        harness = _with_modes(harness, path)
     problems = round_trip_problems(harness)
     if problems:
         raise HarnessError(problems)

@@ -422,7 +422,8 @@ def read_skill_folder(path: Path) -> Skill:
             for p in reader.problems
         ]
         raise HarnessError(shown or [Problem(str(path), "", "not a skill folder")])
-    return skill
+    executable = sorted(rel for rel in skill.files if os.lstat(path / rel).st_mode & stat.S_IXUSR)
+    return skill.model_copy(update={"executable": executable}) if executable else skill
 
 
 # ----------------------------------------------------------------------------- hooks
@@ -930,14 +931,20 @@ def add_to_folder(
             )
     if problems:
         raise HarnessError(problems)
+    from core.harness.folder import executable_paths, update_export_manifest
+
+    executable = executable_paths(harness)
     try:
         for rel in sorted(wanted):
             if "/" in rel:
                 _make_dirs(folder, rel.rsplit("/", 1)[0])
             _write_new(folder / rel, blobs[rel])
+            if rel in executable:
+                os.chmod(folder / rel, 0o755)
         for rel in stale:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(folder / rel)
+        update_export_manifest(folder, {rel: blobs[rel] for rel in wanted}, stale)
     except OSError as exc:
         where = str(exc.filename) if exc.filename else str(folder)
         raise HarnessError([Problem(where, "", f"cannot write: {exc.strerror or exc}")]) from None

@@ -131,6 +131,12 @@ class Skill(_Model):
             "exported byte for byte."
         ),
     )
+    executable: list[str] = Field(
+        default_factory=list,
+        exclude_if=lambda value: not value,
+        description="Files of `files` that carry the executable bit (a published skill's "
+        "scripts/): kept through the store and set again on export.",
+    )
 
     @field_validator("name")
     @classmethod
@@ -154,6 +160,18 @@ class Skill(_Model):
                 f"{SKILL_DESCRIPTION_SPEC})"
             )
         return value
+
+    @field_validator("executable")
+    @classmethod
+    def _sorted_executable(cls, value: list[str]) -> list[str]:
+        return sorted(set(value))
+
+    @model_validator(mode="after")
+    def _check_executable(self) -> Skill:
+        unknown = sorted(set(self.executable) - set(self.files))
+        if unknown:
+            raise ValueError(f"executable names files the skill does not have: {unknown}")
+        return self
 
     @field_validator("metadata")
     @classmethod
