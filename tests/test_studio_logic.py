@@ -333,3 +333,34 @@ def test_evaluate_form_runs_a_task_file() -> None:
     assert f"--tasks {desk}" in launch.command()
     tests = [t for t in load_task_file(desk) if t.split.value == "test"]
     assert planned_items(request) == (len(tests), True)
+
+
+@pytest.mark.parametrize(
+    ("binding", "ok"),
+    [
+        ("python:shop.tools:get_order", True),
+        ("mcp:shop/get_order", True),
+        ("https://api.example.com/orders", True),
+        ("get_order", True),  # an imported tool's own name: not bound yet, still editable
+        ("python:shop tools:get", False),
+        ("python:shop.tools", False),
+        ("mcp:shop", False),
+        ("https://", False),
+    ],
+)
+def test_the_tool_editor_binds_a_tool_and_refuses_a_malformed_binding(
+    binding: str, ok: bool
+) -> None:
+    """#34 A5's studio side: binding an imported tool is typing its binding in the tool
+    editor, checked by the same rules as `hat harness bind`."""
+    base = load_demo_harness().tools[0]
+    fields = dict(
+        name=base.name, description=base.description, enabled=True, parameters=base.parameters,
+        base=base,
+    )  # fmt: skip
+    if ok:
+        assert comp.tool_from_fields(binding=binding, **fields).binding == binding
+    else:
+        with pytest.raises(HarnessError) as info:
+            comp.tool_from_fields(binding=binding, **fields)
+        assert info.value.problems[0].field == "x-hat.binding"

@@ -318,9 +318,24 @@ def tool_from_fields(
         props = parameters.get("properties", {})
         data["binding_args"] = {k: v for k, v in base.binding_args.items() if k in props}
     try:
-        return Tool.model_validate(data)
+        tool = Tool.model_validate(data)
     except ValidationError as exc:
         raise HarnessError(problems_of(exc, f"tools/{name}.json")) from None
+    problem = binding_form_problem(tool.binding)
+    if problem is not None:
+        raise HarnessError([Problem(f"tools/{name}.json", "x-hat.binding", problem)])
+    return tool
+
+
+def binding_form_problem(binding: str) -> str | None:
+    """Why a binding typed in the tool editor is not one the runtime can read (a malformed
+    python:, mcp: or http(s) binding), or None. Binding a tool is typing it here: the same
+    rules as `hat harness bind`; whether the module imports is checked once trusted."""
+    from core.runtime.tool_runtime import parse_binding
+
+    # A name that is no binding form at all (an imported tool keeps its own name until it
+    # is bound) is not an error here: validate lists such a tool as having no implementation.
+    return parse_binding(binding).problem
 
 
 def param_field(index: int, rows: list[ParamRow]) -> str:
