@@ -96,6 +96,14 @@ def test_a_retail_agent_goes_through_with_no_hand_edits(retail: Path, tmp_path: 
     stored = hat("harness", "import", str(harness), "--trust", "-m", "retail", cwd=tmp_path,
                  home=home)  # fmt: skip
     assert stored.returncode == 0, stored.stdout + stored.stderr
+    # the stored version plays in a later process too: its package is found beside the
+    # folder it was imported from, and every test task's gold gets full marks
+    played = hat("eval", "run", "--oracle", "--suite", "tasks", "--tasks", str(tasks),
+                 "--harness", "harness", cwd=tmp_path, home=home)  # fmt: skip
+    assert played.returncode == 0, played.stdout + played.stderr
+    summary = next(line for line in played.stdout.splitlines() if line.strip().startswith("tasks"))
+    assert summary.split()[1:3] == ["6", "1.000"], played.stdout  # 6 items, every one full marks
+    assert "not found" not in played.stdout + played.stderr
     out = tmp_path / "exported"
     exported = hat("harness", "export", "head", str(out), cwd=tmp_path, home=home)
     assert exported.returncode == 0, exported.stdout + exported.stderr

@@ -190,6 +190,10 @@ def import_(
     """Store a harness folder as a new immutable version."""
     harness = _read(path, trust)
     _print_warnings(harness)
+    if any(t.binding.startswith("python:") for t in harness.tools):
+        from core.harness.folder import remember_python_roots
+
+        remember_python_roots(harness.name, path)  # its package, for runs of the version
     with open_store() as store:
         info = store.commit(harness, message, tag=tag or None)
         # trust stored at an earlier import carries over: report what the version loads as

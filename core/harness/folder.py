@@ -1557,6 +1557,44 @@ def add_python_roots(folder: Path) -> None:
             PYTHON_ROOTS.append(root)
 
 
+PYTHON_ROOTS_FILE = "python_roots.json"
+"""Under the user's home: {harness name: [folder, parent]} of each folder imported with
+`python:` bindings, so a stored version run later (an evaluation, RL) still finds the package
+beside the folder it came from. A path hint, not harness content: it never changes a version."""
+
+
+def remember_python_roots(harness_name: str, folder: Path) -> None:
+    from core.paths import home
+
+    path = home() / PYTHON_ROOTS_FILE
+    known = _remembered(path)
+    resolved = Path(folder).resolve()
+    known[harness_name] = [str(resolved), str(resolved.parent)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_new(path, (json.dumps(known, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def remembered_python_roots(harness_name: str) -> list[str]:
+    """The folders `remember_python_roots` recorded for a harness name ([] when none)."""
+    from core.paths import home
+
+    return list(_remembered(home() / PYTHON_ROOTS_FILE).get(harness_name, []))
+
+
+def _remembered(path: Path) -> dict[str, list[str]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {
+        str(k): [str(x) for x in v if isinstance(x, str)]
+        for k, v in data.items()
+        if isinstance(v, list)
+    }
+
+
 def _comparable(harness: Harness) -> dict[str, Any]:
     data = harness.model_dump(mode="json")
     for item in [*data["hooks"], *data["tools"]]:

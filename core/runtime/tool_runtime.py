@@ -215,17 +215,18 @@ STATE_FUNCTION = "world_state"
 `ToolRuntime.state_factories`)."""
 
 
-def _import_module(module: str) -> Any:
+def _import_module(module: str, harness_name: str | None = None) -> Any:
     """`importlib.import_module`, then, when the module (or its package) is missing, again
     with the harness folders read in this process and their parents on the path
     (core/harness/folder.py PYTHON_ROOTS, appended after the rest of sys.path)."""
-    from core.harness.folder import PYTHON_ROOTS
+    from core.harness.folder import PYTHON_ROOTS, remembered_python_roots
 
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
         missing = exc.name == module or (exc.name and module.startswith(f"{exc.name}."))
-        extra = [root for root in PYTHON_ROOTS if root not in sys.path]
+        stored = remembered_python_roots(harness_name) if harness_name else []
+        extra = [root for root in [*PYTHON_ROOTS, *stored] if root not in sys.path]
         if not missing or not extra:
             raise
     sys.path.extend(extra)
@@ -243,10 +244,13 @@ def _where_looked() -> str:
     )
 
 
-def _import_target(module: str, function: str) -> Callable[..., Any]:
-    """The callable `module:function` names, or ToolError(error) saying what is missing."""
+def _import_target(
+    module: str, function: str, harness_name: str | None = None
+) -> Callable[..., Any]:
+    """The callable `module:function` names, or ToolError(error) saying what is missing
+    (`harness_name`: also look beside the folder that harness was imported from)."""
     try:
-        mod = _import_module(module)
+        mod = _import_module(module, harness_name)
     except ModuleNotFoundError as exc:
         if exc.name == module or (exc.name and module.startswith(f"{exc.name}.")):
             raise ToolError(
@@ -281,7 +285,7 @@ def _static_problem(tool: Tool, target: BindingTarget, harness: Harness) -> str 
         if not tool.trusted:
             return _untrusted_reason(target)
         try:
-            _import_target(target.module, target.function)
+            _import_target(target.module, target.function, harness.name)
         except ToolError as exc:
             return exc.message
         return None
@@ -706,7 +710,7 @@ class ToolRuntime:
             if target.kind != "python" or not tool.trusted or target.module in found:
                 continue
             try:
-                fn = _import_target(target.module, STATE_FUNCTION)
+                fn = _import_target(target.module, STATE_FUNCTION, self.harness.name)
             except ToolError:
                 continue
             found[target.module] = fn
@@ -716,7 +720,9 @@ class ToolRuntime:
         key = f"{target.module}:{target.function}"
         if key not in self._modules:
             try:
-                self._modules[key] = _import_target(target.module, target.function)
+                self._modules[key] = _import_target(
+                    target.module, target.function, self.harness.name
+                )
             except ToolError as exc:
                 self._modules[key] = exc
         found = self._modules[key]
