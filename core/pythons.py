@@ -68,7 +68,8 @@ def vllm_python(home: Path) -> tuple[Path, bool]:
     candidates = vllm_candidates(home)
     if os.environ.get("HAT_VLLM_PYTHON") or os.environ.get("HAT_VLLM_VENV"):
         return candidates[0], True
-    return next((c for c in candidates if c.exists()), candidates[0]), False
+    runnable = (c for c in candidates if c.exists() and os.access(c, os.X_OK))
+    return next(runnable, candidates[0]), False
 
 
 def is_packaged() -> bool:

@@ -464,3 +464,28 @@ def test_gpu_on_this_machine_is_never_a_failure(hat_home: Path) -> None:
         assert gpu.status is Status.INFO and gpu.summary.startswith("CPU only")
     else:  # pragma: no cover - GPU machines
         assert gpu.status in (Status.OK, Status.WARN)
+
+
+def test_a_broken_first_vllm_environment_does_not_hide_a_working_one(
+    hat_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#34 B15: doctor tries every vLLM candidate in order, not only the first that exists:
+    a .venv-vllm whose interpreter cannot run is reported and <home>/envs/vllm is used."""
+    real = pythons.env_python(pythons.project_root() / ".venv-vllm")
+    if not real.exists():
+        pytest.skip("no vLLM environment on this machine (scripts/setup-vllm.sh makes one)")
+    monkeypatch.delenv("HAT_VLLM_PYTHON", raising=False)
+    monkeypatch.delenv("HAT_VLLM_VENV", raising=False)
+    fake_root = tmp_path / "project"
+    broken = pythons.env_python(fake_root / ".venv-vllm")
+    broken.parent.mkdir(parents=True)
+    broken.write_text("#!/bin/sh\nkill -SEGV $$\n")
+    broken.chmod(0o755)
+    (hat_home / "envs").mkdir(parents=True, exist_ok=True)
+    (hat_home / "envs" / "vllm").symlink_to(pythons.project_root() / ".venv-vllm")
+    working = pythons.env_python(hat_home / "envs" / "vllm")
+    monkeypatch.setattr(pythons, "project_root", lambda: fake_root)
+    result = doctor(hat_home).get("vllm")
+    assert result.status is Status.OK, (result.summary, result.details)
+    assert f"interpreter: {working}" in result.details[0]
+    assert any(str(broken) in d and "could not run" in d for d in result.details)

@@ -37,7 +37,7 @@ from core.doctor.local import (
 from core.doctor.probe import ProbeResult, probe
 from core.doctor.qtlibs import check_qt_libraries
 from core.doctor.report import CheckResult, DoctorOptions, Report, Status
-from core.pythons import project_root
+from core.pythons import project_root, vllm_candidates
 
 __all__ = ["default_home", "migrate_database", "run_doctor"]
 
@@ -97,9 +97,30 @@ def run_doctor(options: DoctorOptions) -> Report:
         serve_future: Future[ProbeResult] | None = (
             None if same else pool.submit(run_probe, serve_py, serving_modules, False)
         )
-        vllm_future: Future[ProbeResult] | None = None
+
+        def vllm_probes() -> tuple[str, ProbeResult, list[str]]:
+            """The first vLLM interpreter that runs (each existing candidate in order, not
+            only the first: a broken .venv-vllm must not hide a working <home>/envs/vllm),
+            and a line for each one that could not run."""
+            order = (
+                [vllm_py]
+                if vllm_explicit
+                else [str(c) for c in vllm_candidates(home) if c.exists()]
+            )
+            tried: list[str] = []
+            first: ProbeResult | None = None
+            for python in order:
+                found = run_probe(python, ["vllm"], False)
+                first = first or found
+                if found.error is None:
+                    return python, found, tried
+                tried.append(f"{python} could not run the check: {found.error}")
+            assert first is not None
+            return order[0], first, tried
+
+        vllm_future: Future[tuple[str, ProbeResult, list[str]]] | None = None
         if vllm_explicit or Path(vllm_py).exists():
-            vllm_future = pool.submit(run_probe, vllm_py, ["vllm"], False)
+            vllm_future = pool.submit(vllm_probes)
 
         results = [
             _timed("python", "Python", check_python),
@@ -117,7 +138,10 @@ def run_doctor(options: DoctorOptions) -> Report:
         ]
         train_probe = train_future.result()
         serve_probe = serve_future.result() if serve_future is not None else train_probe
-        vllm_probe = vllm_future.result() if vllm_future is not None else None
+        vllm_probe = None
+        vllm_unusable: list[str] = []
+        if vllm_future is not None:
+            vllm_py, vllm_probe, vllm_unusable = vllm_future.result()
 
     gpu_probe = train_probe
     if train_probe.nvml is None:  # the training interpreter could not run: ask this one
@@ -133,7 +157,9 @@ def run_doctor(options: DoctorOptions) -> Report:
             seconds=serve_probe.seconds,
         ),
         replace(
-            vllm_result(vllm_py, vllm_explicit, vllm_why, vllm_probe, quick=quick),
+            vllm_result(
+                vllm_py, vllm_explicit, vllm_why, vllm_probe, quick=quick, unusable=vllm_unusable
+            ),
             seconds=vllm_probe.seconds if vllm_probe is not None else 0.0,
         ),
         replace(gpu_result(gpu_probe, gpu_python), seconds=gpu_probe.seconds),

@@ -208,16 +208,22 @@ def vllm_choice(home: Path) -> tuple[str, bool, str]:
     elif os.environ.get("HAT_VLLM_VENV"):
         why = "$HAT_VLLM_VENV"
     else:
-        why = "first existing of .venv-vllm and <home>/envs/vllm"
+        why = "first of .venv-vllm and <home>/envs/vllm that runs"
     return str(python), explicit, why
 
 
 def vllm_result(
-    python: str, explicit: bool, why: str, result: ProbeResult | None, *, quick: bool
+    python: str,
+    explicit: bool,
+    why: str,
+    result: ProbeResult | None,
+    *,
+    quick: bool,
+    unusable: list[str] | None = None,
 ) -> CheckResult:
     key, title = "vllm", "Serving (vLLM)"
     setup = "bash scripts/setup-vllm.sh   (or: export HAT_VLLM_PYTHON=/path/to/vllm/python)"
-    details = [f"interpreter: {python} ({why})"]
+    details = [f"interpreter: {python} ({why})", *(unusable or [])]
     if result is None or (result.error is not None and not explicit):
         return CheckResult(
             key,
