@@ -1,7 +1,7 @@
 """A retail agent from outside, with the CLI alone and no hand edits (#34 done-when): its
 tools' MCP list imported and bound to the Python package shipped beside the harness, its
 published-style skills (one with references/) imported, then validated with every gold played
-(13 tasks whose answers are counts, sums and differences of tool values: all full marks),
+(17 tasks, 10 of them answered by a count, sum or difference of tool values: all full marks),
 varied by HSA, turned into teacher rows under variants, stored and exported.
 
 tests/fixtures/retail holds the material; everything runs for real in a copy of it, in a
@@ -67,7 +67,7 @@ def test_a_retail_agent_goes_through_with_no_hand_edits(retail: Path, tmp_path: 
     checked = hat("harness", "validate", str(harness), "--trust", "--tasks", str(tasks),
                   cwd=tmp_path, home=home)  # fmt: skip
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "13 tasks" in checked.stdout and "every gold plays to full marks" in checked.stdout
+    assert "17 tasks" in checked.stdout and "every gold plays to full marks" in checked.stdout
     # 3. HSA varies it: a variant preview with a task of its own, remapped gold shown
     preview = hat("hsa", "preview", "--harness", str(harness), "--trust", "--tasks", str(tasks),
                   "--no-prompt", cwd=tmp_path, home=home)  # fmt: skip
@@ -81,7 +81,7 @@ def test_a_retail_agent_goes_through_with_no_hand_edits(retail: Path, tmp_path: 
     )  # fmt: skip
     assert made.returncode == 0, made.stdout + made.stderr
     written = [json.loads(line) for line in rows.read_text().splitlines() if line.strip()]
-    assert len(written) >= 7 * 2  # 7 train tasks, original and variants
+    assert len(written) >= 9 * 2  # 9 train tasks, original and variants
     assert all(
         r["grades"][g]["score"] == 1
         for r in written
@@ -102,7 +102,7 @@ def test_a_retail_agent_goes_through_with_no_hand_edits(retail: Path, tmp_path: 
                  "--harness", "harness", cwd=tmp_path, home=home)  # fmt: skip
     assert played.returncode == 0, played.stdout + played.stderr
     summary = next(line for line in played.stdout.splitlines() if line.strip().startswith("tasks"))
-    assert summary.split()[1:3] == ["6", "1.000"], played.stdout  # 6 items, every one full marks
+    assert summary.split()[1:3] == ["8", "1.000"], played.stdout  # 8 items, every one full marks
     assert "not found" not in played.stdout + played.stderr
     out = tmp_path / "exported"
     exported = hat("harness", "export", "head", str(out), cwd=tmp_path, home=home)
