@@ -385,13 +385,6 @@ def test_a_hook_speaks_of_the_harness_audience() -> None:
     )
     in_room = asyncio.run(run_hook(guard, event, demo)).reason
     assert in_room.startswith("the viewer message contains a forbidden claim")
-    other = demo.model_copy(
-        update={
-            "prompt": demo.prompt.model_copy(
-                update={
-                    "variables": {k: v for k, v in demo.prompt.variables.items() if k != "audience"}
-                }  # fmt: skip
-            )
-        }
-    )
+    kept = {k: v for k, v in demo.prompt.variables.items() if k != "audience"}
+    other = demo.model_copy(update={"prompt": demo.prompt.model_copy(update={"variables": kept})})
     assert asyncio.run(run_hook(guard, event, other)).reason.startswith("the user message")
