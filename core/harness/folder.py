@@ -566,19 +566,7 @@ def _export_plan(path: Path, files: dict[str, bytes]) -> tuple[list[str], list[P
 
 def _write_new(target: Path, data: bytes) -> None:
     """Write `data` to `target` through a temporary sibling: never through a link, never half."""
-    tmp = target.with_name(f".{target.name}.hat-export")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)
-    fd = os.open(tmp, flags, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    os.replace(tmp, target)  # replaces a name, never what a link points at
+    os.replace(_stage(target, data), target)  # replaces a name, never what a link points at
 
 
 def _make_dirs(root: Path, rel_dir: str) -> None:
