@@ -132,7 +132,8 @@ def test_the_edit_test_grades_in_the_names_the_task_file_was_written_in(
     """The `tasks` suite under the edited harness (renamed tools, parameter and skill) gives
     a perfect run full marks when the request names the harness the file was written for
     (EvalRequest.task_file_harness, as the replication's edit test does); graded in the
-    edited harness's own names, the file's gold calls name tools it no longer has."""
+    edited harness's own names, the file's gold calls name tools it no longer has, so the run
+        is refused before it starts, naming the file and the missing tool."""
     from core.eval.api import EvalRequest, load_results, run_eval
     from core.eval.results import Suite
     from core.harness import import_folder
@@ -159,12 +160,16 @@ def test_the_edit_test_grades_in_the_names_the_task_file_was_written_in(
         run = run_eval(store, request, client_factory=factory)
         (row,) = load_results(store, run.id)
         assert row.passed, row.grades
-        alone = run_eval(
-            store, request.model_copy(update={"task_file_harness": None}), client_factory=factory
-        )
-        (row,) = load_results(store, alone.id)
-        reasons = row.grades["tool_rationality"]["reasons"]
-        assert not row.passed and any("the harness has no such tool" in r for r in reasons)
+        from core.eval.types import EvalError
+
+        with pytest.raises(EvalError) as refused:
+            run_eval(
+                store,
+                request.model_copy(update={"task_file_harness": None}),
+                client_factory=factory,
+            )
+        message = str(refused.value)
+        assert "which the harness does not have" in message and str(task_file) in message
 
 
 # ----------------------------------------------------------------------------- end to end
