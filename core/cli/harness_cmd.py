@@ -129,9 +129,9 @@ def validate(
 
 
 def _print_warnings(harness: Harness) -> None:
-    from core.harness.checks import spec_warnings
+    from core.harness.checks import harness_warnings
 
-    for warning in spec_warnings(harness):
+    for warning in harness_warnings(harness):
         console.print(
             f"[yellow]warning[/yellow] {esc(warning.file)}: {esc(warning.field)}: "
             f"{esc(warning.message)}",

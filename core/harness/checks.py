@@ -113,6 +113,96 @@ def cross_check(harness: Harness) -> list[Problem]:
     return problems
 
 
+def harness_warnings(harness: Harness) -> list[Problem]:
+    """What the harness loads and runs with but an operator must hear about, shown beside the
+    problems in the studio's Problems panel and printed by `hat harness validate`: published
+    specs' limits (`spec_warnings`), references a rename or a removal left behind
+    (`stale_references`) and strict tools OpenAI would refuse (`strict_warnings`)."""
+    return spec_warnings(harness) + stale_references(harness) + strict_warnings(harness)
+
+
+def stale_references(harness: Harness) -> list[Problem]:
+    """Names that point at nothing: what renaming or removing a tool or parameter leaves
+    behind when the places naming it were not updated. A matcher that lists names (`a|b`)
+    with one that is no tool still matches the others, so the hook silently stops covering
+    the renamed tool; a `validate_tool_args` schema naming a parameter that no tool it matches
+    has checks nothing (a property) or blocks every call (a required one); a skill's
+    `allowed-tools` that names this harness's tools and one that is none."""
+    from core.harness.models import LITERAL_ALTERNATION
+
+    problems: list[Problem] = []
+    tools = {t.name: t for t in harness.tools}
+    known = set(tools) | {harness.settings.load_skill_tool}
+    for hook in harness.hooks:
+        tool_event = hook.event in (HookEvent.BEFORE_TOOL, HookEvent.AFTER_TOOL)
+        if not tool_event or hook.matcher == "*":
+            continue
+        if LITERAL_ALTERNATION.fullmatch(hook.matcher):
+            gone = [n for n in hook.matcher.split("|") if n not in known]
+            if gone and len(gone) < len(hook.matcher.split("|")):  # none matched: cross_check
+                problems.append(
+                    Problem(
+                        hook_file(hook.name),
+                        "matcher",
+                        f"names {', '.join(repr(n) for n in gone)}, which is no tool of this "
+                        "harness (renamed or removed?): the hook no longer covers it",
+                    )
+                )
+        if hook.kind is not HookKind.VALIDATE_TOOL_ARGS:
+            continue
+        schema = hook.params.get("schema")
+        if not isinstance(schema, dict):
+            continue
+        try:
+            matched = [t for n, t in tools.items() if matcher_matches(hook.matcher, n)]
+        except PatternTimeout:
+            continue  # cross_check reports the matcher
+        if not matched:
+            continue
+        have = {p for t in matched for p in t.parameters.get("properties", {})}
+        props = schema.get("properties")
+        named = list(props) if isinstance(props, dict) else []
+        required = schema.get("required")
+        named += [r for r in required if isinstance(r, str)] if isinstance(required, list) else []
+        stale = sorted({n for n in named if n not in have})
+        if stale:
+            problems.append(
+                Problem(
+                    hook_file(hook.name),
+                    "params.schema",
+                    f"names parameter(s) {', '.join(repr(n) for n in stale)} that no tool it "
+                    f"matches ({', '.join(t.name for t in matched)}) has (renamed or removed?)",
+                )
+            )
+    for skill in harness.skills:
+        listed = (skill.allowed_tools or "").split()
+        gone = [n for n in listed if n not in known]
+        # a list naming none of this harness's tools is another client's ("Bash(git:*) Read")
+        if gone and len(gone) < len(listed):
+            problems.append(
+                Problem(
+                    f"skills/{skill.name}/SKILL.md",
+                    "allowed-tools",
+                    f"names {', '.join(repr(n) for n in gone)}, which is no tool of this "
+                    "harness (renamed or removed?)",
+                )
+            )
+    return problems
+
+
+def strict_warnings(harness: Harness) -> list[Problem]:
+    """Tools declared `strict: true` whose schema OpenAI's structured outputs would refuse
+    (core/harness/strict_schema.py): one problem per cause, naming where in the schema."""
+    from core.harness.strict_schema import strict_schema_problems
+
+    return [
+        Problem(f"tools/{tool.name}.json", "parameters", f"strict: {line}")
+        for tool in harness.tools
+        if tool.strict
+        for line in strict_schema_problems(tool.parameters)
+    ]
+
+
 def spec_warnings(harness: Harness) -> list[Problem]:
     """Limits of a published spec that the harness passes but the product can live with
     (a warning with the value, never a refusal): a skill description past the agentskills.io

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.harness import Harness, HarnessError, Hook, Problem, Skill, Tool
-from core.harness.checks import cross_check
+from core.harness.checks import cross_check, harness_warnings
 from core.harness.errors import problems_from_validation
 
 LIST_ATTRS = ("skills", "tools", "hooks")
@@ -206,6 +206,12 @@ class HarnessDocument:
     def problems(self) -> list[Problem]:
         """Cross-component problems of the current harness (what import would reject)."""
         return cross_check(self.harness)
+
+    def warnings(self) -> list[Problem]:
+        """What the harness saves and runs with but the operator must see (stale names after
+        a rename, strict tools OpenAI would refuse, spec limits): `hat harness validate`
+        prints the same list."""
+        return harness_warnings(self.harness)
 
     def save_blockers(self) -> list[str]:
         """Why saving must wait: open drafts and cross-component problems, one line each."""

@@ -210,15 +210,21 @@ class OverviewEditor(QWidget):
         if self.session.doc is None or not self.isVisible():
             return
         self.problems.clear()
-        entries: list[tuple[str, str, str]] = []
+        entries: list[tuple[str, str, str, str]] = []  # where, text, icon, colour
         for lab, p in self.session.doc.draft_problems():
-            entries.append((lab, f"{p.field + ': ' if p.field else ''}{p.message}", "alert"))
-        for p in self.session.doc.problems():
-            entries.append((p.file, f"{p.field + ': ' if p.field else ''}{p.message}", "info"))
-        for where, text, icon in entries:
-            item = QListWidgetItem(
-                theme.icon(icon, "danger" if icon == "alert" else "warning"), f"{where}\n{text}"
+            entries.append(
+                (lab, f"{p.field + ': ' if p.field else ''}{p.message}", "alert", "danger")
             )
+        for p in self.session.doc.problems():
+            entries.append(
+                (p.file, f"{p.field + ': ' if p.field else ''}{p.message}", "info", "warning")
+            )
+        for p in self.session.doc.warnings():  # saved and served as is, but worth a look
+            entries.append(
+                (p.file, f"{p.field + ': ' if p.field else ''}{p.message}", "alert", "warning")
+            )
+        for where, text, icon, role in entries:
+            item = QListWidgetItem(theme.icon(icon, role), f"{where}\n{text}")
             item.setData(Qt.ItemDataRole.UserRole, where)
             self.problems.addItem(item)
         if not entries:
