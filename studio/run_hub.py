@@ -237,9 +237,12 @@ class RunHub(QObject):
             for run in runs:  # started elsewhere (hat train ...) while the studio is open
                 if run.status == "running" and run.id not in self.followed:
                     self.follow(run.id)
-            if changed:
+            if changed or status_changed:
                 self.runsChanged.emit()
         elif status_changed:
+            # `_apply` already put the ended run into `runs`, so the next listing would see
+            # no change: say it now, or Start stays locked by a run that has ended
+            self.runsChanged.emit()
             self._list_due = True
             QTimer.singleShot(0, self.tick)
 

@@ -573,3 +573,39 @@ def test_runs_page_lists_runs_newest_first(qapp: Any, hat_home: Path) -> None:
         assert page.monitor.config_view.toPlainText() == config
     finally:
         _shut(win)
+
+
+def test_start_is_locked_while_a_run_trains_and_released_when_its_child_crashes(
+    qapp: Any, hat_home: Path, registered: str, rows: Path  # noqa: F811 - the fixture
+) -> None:
+    """#35 item 2: a run that ends while the studio is open (its child killed, no final
+    event) gives Start back without a restart, and the locked Start says which run holds it."""
+    from tests.studio_helpers import wait_until
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "training"])
+    run_dir = hat_home / "runs" / "sft-elsewhere"
+    run_dir.mkdir(parents=True)
+    (run_dir / "child.log").write_text("loading\nRuntimeError: the child crashed\n")
+    win = _open(hat_home)
+    try:
+        page = _train_page(win)
+        page.forms["sft"].set_values({
+            "model": registered, "data": str(rows), "system_prompt": "compact",
+            "max_length": 288, "max_steps": 2, "output_name": "studio-locked",
+        })  # fmt: skip
+        _checked(page)
+        wait_until(page.start_button.isEnabled, timeout=60)
+        with Store.open() as store:  # started by `hat train ... --detach` in a terminal
+            add_run(store, RunRecord(id="sft-elsewhere", stage="sft", status="running",
+                                     config="{}", run_dir=str(run_dir), pid=proc.pid))  # fmt: skip
+        page.hub.refresh()
+        wait_until(lambda: not page.start_button.isEnabled(), timeout=60)
+        assert "sft-elsewhere is training" in page.start_button.toolTip()
+        proc.kill()
+        proc.wait()
+        wait_until(page.start_button.isEnabled, timeout=60)
+        assert page.hub.record("sft-elsewhere").status == "failed"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        _shut(win)

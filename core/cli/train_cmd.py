@@ -48,6 +48,13 @@ ShowOpt = Annotated[
     bool, typer.Option("--show-command", help="Print the child command line and exit.")
 ]
 DetachOpt = Annotated[bool, typer.Option("--detach", help="Start and return; do not follow.")]
+ParallelOpt = Annotated[
+    bool,
+    typer.Option(
+        "--parallel",
+        help="Start even while another run trains (both share the cores or GPU and slow down).",
+    ),
+]
 GpusOpt = Annotated[int | None, typer.Option("--num-gpus", min=0, help="GPUs per machine.")]
 ProcsOpt = Annotated[
     int | None,
@@ -197,7 +204,18 @@ def _show(config: StageConfig, env: Environment) -> None:
         console.print(yaml.safe_dump(accelerate, sort_keys=True), markup=False, highlight=False)
 
 
-def _run_stage(config: StageConfig, show: bool, detach: bool) -> None:
+def _one_run(store: Any, parallel: bool) -> None:
+    """The one-run rule (core/train/runs.py `check_one_run`), as the studio's Start obeys it."""
+    from core.train.runs import RunError, check_one_run
+
+    if not parallel:
+        try:
+            check_one_run(store)
+        except RunError as exc:
+            fail(str(exc))
+
+
+def _run_stage(config: StageConfig, show: bool, detach: bool, parallel: bool = False) -> None:
     from core.train.runs import RunError, prepare, start, watch
 
     env = detect_environment()
@@ -209,6 +227,7 @@ def _run_stage(config: StageConfig, show: bool, detach: bool) -> None:
         _show(config, env)
         return
     with open_store() as store:
+        _one_run(store, parallel)
         try:
             run = prepare(store, config, env)
         except ConfigError as exc:
@@ -232,6 +251,7 @@ def _stage_command(stage: str) -> Any:
         config: ConfigOpt,
         show_command: ShowOpt = False,
         detach: DetachOpt = False,
+        parallel: ParallelOpt = False,
         num_gpus: GpusOpt = None,
         num_processes: ProcsOpt = None,
         distributed: DistOpt = None,
@@ -249,7 +269,7 @@ def _stage_command(stage: str) -> Any:
             main_process_ip=main_process_ip,
             main_process_port=main_process_port,
         )
-        _run_stage(_load_stage(stage, config, overrides), show_command, detach)
+        _run_stage(_load_stage(stage, config, overrides), show_command, detach, parallel)
 
     return command
 
@@ -270,6 +290,7 @@ def pipeline_cmd(
     config: ConfigOpt,
     show_command: ShowOpt = False,
     detach: DetachOpt = False,
+    parallel: ParallelOpt = False,
 ) -> None:
     """SFT -> OPD -> RL, each stage starting from the previous stage's output."""
     from core.train.pipeline import run_pipeline
@@ -292,9 +313,10 @@ def pipeline_cmd(
             _show(stage, env)
         return
     if detach:
-        _detach_pipeline(pipeline, env)
+        _detach_pipeline(pipeline, env, parallel)
         return
     with open_store() as store:
+        _one_run(store, parallel)
         current: dict[str, str] = {}
 
         def on_stage(run: Any, how: str) -> None:
@@ -314,7 +336,7 @@ def pipeline_cmd(
         _end(run)
 
 
-def _detach_pipeline(pipeline: PipelineConfig, env: Environment) -> None:
+def _detach_pipeline(pipeline: PipelineConfig, env: Environment, parallel: bool) -> None:
     """The pipeline run created here and continued by its detached orchestrator, the same
     process the studio starts (core/train/orchestrate.py), logging to its run folder."""
     from core.train.launcher import launch_pipeline
@@ -323,7 +345,7 @@ def _detach_pipeline(pipeline: PipelineConfig, env: Environment) -> None:
 
     with open_store() as store:
         try:
-            run, proc = launch_pipeline(store, pipeline, env)
+            run, proc = launch_pipeline(store, pipeline, env, parallel=parallel)
         except (RunError, ConfigError) as exc:
             fail(str(exc))
     log = Path(run.run_dir) / PIPELINE_LOG
@@ -440,6 +462,7 @@ def cancel_cmd(
 def resume_cmd(
     run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
     detach: DetachOpt = False,
+    parallel: ParallelOpt = False,
 ) -> None:
     """Continue a failed or stopped run from its last checkpoint (steps and curves continue)."""
     from core.train.pipeline import resume_pipeline
@@ -447,6 +470,8 @@ def resume_cmd(
 
     with open_store() as store:
         run = refresh(store, run_id)
+        if run.finished:  # resume refuses a run that has not ended, naming its status
+            _one_run(store, parallel)
         try:
             if run.stage == "pipeline":
                 if detach:

@@ -43,6 +43,7 @@ from core.train.config import (
 from core.train.pipeline import PIPELINE_LOG, start_pipeline
 from core.train.runs import (
     RunError,
+    check_one_run,
     child_env,
     new_run_id,
     prepare,
@@ -120,9 +121,12 @@ def launch_stage(
     run_id: str | None = None,
     devices: list[int] | None = None,
     parent: str | None = None,
+    parallel: bool = False,
 ) -> tuple[RunRecord, subprocess.Popen[bytes]]:
     """Validate, freeze and start one stage in the store's workspace (ConfigError / RunError
-    say why not)."""
+    say why not; RunError too while another run trains, unless `parallel`)."""
+    if parent is None and not parallel:
+        check_one_run(store)
     run = prepare(store, config, env, run_id=run_id, parent=parent)
     run = _remember_devices(store, run, devices)
     proc = start(store, run.id)
@@ -156,17 +160,23 @@ def launch_pipeline(
     env: Environment,
     *,
     devices: list[int] | None = None,
+    parallel: bool = False,
 ) -> tuple[RunRecord, subprocess.Popen[bytes]]:
-    """Validate the pipeline, create its run, and start its detached orchestrator."""
+    """Validate the pipeline, create its run, and start its detached orchestrator (RunError
+    while another run trains, unless `parallel`)."""
+    if not parallel:
+        check_one_run(store)
     run = start_pipeline(store, config, env)
     run = _remember_devices(store, run, devices)
     return run, _spawn_pipeline(store, run)
 
 
-def resume_run(store: Store, run_id: str) -> subprocess.Popen[bytes]:
+def resume_run(store: Store, run_id: str, *, parallel: bool = False) -> subprocess.Popen[bytes]:
     """Continue a stopped / failed / cancelled stage from its checkpoint, or a pipeline from
-    its unfinished stage (RunError says why not)."""
+    its unfinished stage (RunError says why not, or that another run trains)."""
     run = refresh(store, run_id)
+    if run.finished and not parallel:  # resume() refuses a run that has not ended, saying so
+        check_one_run(store)
     if run.stage != "pipeline":
         return resume(store, run.id)
     if run.status in ("running", "done", "created"):

@@ -382,6 +382,35 @@ def process_alive(run: RunRecord) -> bool:
     return True
 
 
+def training_now(store: Store) -> list[RunRecord]:
+    """The runs training on this machine now: top-level runs (a pipeline's stages count as
+    their pipeline) the store marks running or created whose process is alive. A run whose
+    process is gone (it failed, crashed or was killed while nobody watched) is settled on the
+    way (`refresh`), so an ended run never holds the one-run rule."""
+    live: list[RunRecord] = []
+    for run in list_runs(store):
+        if run.parent is not None or run.finished:
+            continue
+        if run.status == "running":
+            run = refresh(store, run.id)
+        if not run.finished and process_alive(run):
+            live.append(run)
+    return live
+
+
+def check_one_run(store: Store) -> None:
+    """The one-run rule, where every run is launched (the studio's Start, `hat train`, resume
+    and restart): a second run would share the machine's cores or GPU with the first and slow
+    both. RunError names the run that trains and how to end it."""
+    live = training_now(store)
+    if live:
+        run = live[0]
+        raise RunError(
+            f"{run.id} is training (pid {run.pid}): stop it (hat train stop {run.id}, or Stop "
+            "on the Train page's Monitor tab) or wait for it to end; --parallel starts beside it"
+        )
+
+
 def sync(store: Store, run_id: str, on_event: EventCallback | None = None) -> RunRecord:
     """Copy the run's new events into the store (and pass each to `on_event`)."""
     run = get_run(store, run_id)
