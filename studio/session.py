@@ -214,6 +214,36 @@ class EditSession(QObject):
         finally:
             self._origin = None
 
+    def replace_all(self, harness: Harness, text: str, origin: object = None) -> None:
+        """`harness` as one undo step, however many attributes differ (a rename that carries
+        to skills, tools, hooks and the prompt); raises HarnessError and changes nothing when
+        the result is invalid. Components keep their identities (a refactoring adds and
+        removes nothing)."""
+        assert self.doc is not None
+        from studio.logic.document import FIELDS, LIST_ATTRS, Snapshot
+
+        doc = self.doc
+        changed = [f for f in FIELDS if getattr(harness, f) != getattr(doc.harness, f)]
+        for attr in changed:
+            if attr in LIST_ATTRS and len(getattr(harness, attr)) != len(doc.uids[attr]):
+                raise ValueError(f"replace_all keeps the number of {attr}")
+        if not changed:
+            return
+        snaps = [
+            Snapshot(a, list(getattr(harness, a)), tuple(doc.uids[a]))
+            if a in LIST_ATTRS
+            else Snapshot(a, getattr(harness, a))
+            for a in changed
+        ]
+        for snap in snaps:  # raise before the stack changes
+            doc.validated(snap.attr, snap.value)
+        self.stack.beginMacro(text)
+        try:
+            for snap in snaps:
+                self.push(snap, text, origin=origin)
+        finally:
+            self.stack.endMacro()
+
     def _set(self, snap: Snapshot, origin: object) -> None:
         assert self.doc is not None
         self.doc.apply(snap, trusted=True)  # validated by push() when it was first made

@@ -57,7 +57,7 @@ def test_a_tool_rename_carries_to_every_place_and_back(tool: str, new: str) -> N
     harness = desk()
     taken = {t.name for t in harness.tools} | {harness.settings.load_skill_tool}
     if new in taken:
-        with pytest.raises(RenameRefused, match="already exists|skill loader"):
+        with pytest.raises(RenameRefused, match=r"already exists|skill loader"):
             plan_rename(harness, "tool", tool, new)
         return
     plan = plan_rename(harness, "tool", tool, new)
@@ -114,9 +114,10 @@ def test_the_places_are_listed_and_prose_can_be_kept_as_written() -> None:
     assert "`lookup_order`" in body.before and "`find_order`" in body.after
     assert plan.title == "Rename tool lookup_order → find_order"
     kept = plan.apply([body])
-    assert next(s for s in kept.skills if s.name == "order-help").body == next(
-        s for s in harness.skills if s.name == "order-help"
-    ).body
+    assert (
+        next(s for s in kept.skills if s.name == "order-help").body
+        == next(s for s in harness.skills if s.name == "order-help").body
+    )
     assert "find_order" in {t.name for t in kept.tools}
     matcher = next(p for p in plan.places if p.field == "matcher")
     with pytest.raises(RenameRefused, match="must follow"):
@@ -248,7 +249,8 @@ def test_a_strict_schema_is_refused_exactly_when_a_rule_is_broken(
 def test_strict_rules_name_the_place(change: dict[str, Any], expected: str) -> None:
     assert any(expected in line for line in strict_schema_problems({**OPENAI_EXAMPLE, **change}))
     nested = {**OPENAI_EXAMPLE, "properties": {**OPENAI_EXAMPLE["properties"]}}
-    nested["properties"]["days"] = {"type": "array", "items": {"type": "object", "properties": {"d": {}}}}  # fmt: skip
+    items = {"type": "object", "properties": {"d": {}}}
+    nested["properties"]["days"] = {"type": "array", "items": items}
     found = strict_schema_problems(nested)
     assert any(line.startswith("/properties/days/items:") and "additionalProperties" in line
                for line in found)  # fmt: skip

@@ -740,3 +740,64 @@ def test_the_ui_font_is_the_bundled_inter_in_every_weight(qapp) -> None:  # type
     bold = theme.ui_font()
     bold.setWeight(QFont.Weight.Bold)
     assert QFontInfo(bold).bold() and QFontInfo(bold).family() == "Inter"
+
+
+def test_renaming_a_tool_carries_to_hooks_and_skills_as_one_undo_step(studio) -> None:  # type: ignore[no-untyped-def]
+    """#35 item 3 in a real window: Rename… on a tool lists the places that name it, a prose
+    place can be kept as written, the hook matcher and the other skills follow, and one undo
+    takes it all back. A clash is refused in the dialog with the clash named; a rename typed
+    into the name field by hand leaves the matcher behind, and Problems says so."""
+    from PySide6.QtCore import QTimer
+
+    page = studio.harness_page
+    assert page.tree.select_name("tools", "check_stock")
+    ed = page.tool_editor
+    assert ed.rename_button.isVisible()
+    seen: dict[str, object] = {}
+
+    def act() -> None:
+        dialog = ed.open_rename
+        if dialog is None:
+            QTimer.singleShot(20, act)
+            return
+        dialog.name.setText("get_product_by_link")
+        seen["clash"] = dialog.status.text()
+        seen["clash_ok"] = dialog.ok.isEnabled()
+        dialog.name.setText("stock_level")
+        texts = [dialog.places.item(i).text() for i in range(dialog.places.count())]
+        seen["places"] = texts
+        keep = texts.index("skills/size-advice/SKILL.md\nbody")
+        dialog.places.item(keep).setCheckState(Qt.CheckState.Unchecked)
+        matcher = texts.index("hooks/link-number-range.yaml\nmatcher")
+        seen["matcher_checkable"] = bool(
+            dialog.places.item(matcher).flags() & Qt.ItemFlag.ItemIsUserCheckable
+        )
+        dialog.ok.click()
+
+    QTimer.singleShot(0, act)
+    ed.rename_button.click()
+    assert "a tool named 'get_product_by_link' already exists" in str(seen["clash"])
+    assert seen["clash_ok"] is False and seen["matcher_checkable"] is False
+    assert "tools/check_stock.json\nname" in seen["places"]  # type: ignore[operator]
+    harness = studio.ctx.session.harness
+    assert harness.tool("stock_level") is not None and harness.tool("check_stock") is None
+    hook = next(h for h in harness.hooks if h.name == "link-number-range")
+    assert "stock_level" in hook.matcher.split("|")
+    assert "check_stock" in harness.skill("size-advice").body  # kept as written
+    assert "check_stock" not in harness.skill("product-qa").body
+    page.undo()
+    harness = studio.ctx.session.harness
+    assert harness.tool("check_stock") is not None
+    assert "check_stock" in next(h for h in harness.hooks if h.name == "link-number-range").matcher
+    assert "check_stock" in harness.skill("product-qa").body
+
+    # by hand: the name field alone; the Problems panel flags the matcher left behind
+    ed.name.setText("stock_level")
+    ed.edited("name")
+    ed.flush()
+    page._select("overview", None)
+    overview = page.overview
+    wait_until(overview.isVisible)
+    overview.refresh_problems()
+    items = [overview.problems.item(i).text() for i in range(overview.problems.count())]
+    assert any("link-number-range" in t and "'check_stock'" in t for t in items), items

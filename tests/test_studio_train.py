@@ -576,7 +576,10 @@ def test_runs_page_lists_runs_newest_first(qapp: Any, hat_home: Path) -> None:
 
 
 def test_start_is_locked_while_a_run_trains_and_released_when_its_child_crashes(
-    qapp: Any, hat_home: Path, registered: str, rows: Path  # noqa: F811 - the fixture
+    qapp: Any,
+    hat_home: Path,
+    registered: str,
+    rows: Path,  # noqa: F811 - the fixture
 ) -> None:
     """#35 item 2: a run that ends while the studio is open (its child killed, no final
     event) gives Start back without a restart, and the locked Start says which run holds it."""

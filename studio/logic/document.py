@@ -26,7 +26,8 @@ from core.harness.errors import problems_from_validation
 
 LIST_ATTRS = ("skills", "tools", "hooks")
 VALUE_ATTRS = ("prompt", "settings", "description")
-_FIELDS = ("name", "description", "settings", "prompt", "skills", "tools", "hooks")
+FIELDS = ("name", "description", "settings", "prompt", "skills", "tools", "hooks")
+_FIELDS = FIELDS
 
 _uid = itertools.count(1)
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import (
     QCheckBox,
+    QDialog,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -25,7 +26,7 @@ from core.harness import HarnessError, Problem
 from studio import theme
 from studio.logic.document import Draft
 from studio.session import EditSession
-from studio.widgets.common import Banner, CodeEdit, Field, chip, label
+from studio.widgets.common import Banner, CodeEdit, Field, button, chip, label
 
 DEBOUNCE_MS = 220
 _LINE_RE = re.compile(r"line (\d+)")
@@ -38,6 +39,9 @@ def problem_line(problem: Problem) -> int | None:
 
 class ComponentEditor(QWidget):
     attr = ""
+    rename_kind: Literal["tool", "skill"] | None = None
+    """What `Rename…` renames (editors with a name header: skills and tools)."""
+    open_rename: Any = None
     noun = ""
     icon_name = ""
 
@@ -110,11 +114,42 @@ class ComponentEditor(QWidget):
         self.fields["description"] = Field("Description", self.description)
         grid.addWidget(self.fields["name"], 0, 0)
         grid.addWidget(second[1], 0, 1)
-        grid.addWidget(self.enabled, 0, 2, Qt.AlignmentFlag.AlignTop)
+        side = QVBoxLayout()
+        side.setSpacing(8)
+        side.addWidget(self.enabled)
+        self.rename_button = button(
+            "Rename…", "", "", "Rename it everywhere it is named: hooks, skills, the prompt"
+        )
+        self.rename_button.clicked.connect(self.rename)
+        self.rename_button.setVisible(self.rename_kind is not None)
+        side.addWidget(self.rename_button)
+        side.addStretch(1)
+        grid.addLayout(side, 0, 2)
         grid.addWidget(self.fields["description"], 1, 0, 1, 3)
         grid.setColumnStretch(0, stretch[0])
         grid.setColumnStretch(1, stretch[1])
         self.body.addWidget(form)
+
+    def rename(self) -> None:
+        """Rename the component as a refactoring (rename_dialog.py), one undoable step."""
+        from studio.pages.harness.rename_dialog import RenameDialog
+
+        self.flush()
+        item = self.current()
+        if item is None or self.session.doc is None or not self.rename_kind:
+            return
+        dialog = RenameDialog(self, self.session.doc.harness, self.rename_kind, item.name)
+        self.open_rename = dialog  # tests reach the open dialog here
+        try:
+            if dialog.exec() != QDialog.DialogCode.Accepted or dialog.plan is None:
+                return
+            harness = dialog.result_harness()
+            if harness is None:
+                return
+            self.session.replace_all(harness, dialog.plan.title, origin=None)
+        finally:
+            self.open_rename = None
+        self.reload()
 
     # ------------------------------------------------------------------ the raw-file tab
 

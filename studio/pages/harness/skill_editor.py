@@ -24,6 +24,7 @@ from studio.widgets.common import CodeEdit, Field, Segmented, label, set_markdow
 
 class SkillEditor(ComponentEditor):
     attr = "skills"
+    rename_kind = "skill"
     noun = "Skill"
     icon_name = "skill"
 

@@ -118,6 +118,7 @@ class ParamCard(QFrame):
 
 class ToolEditor(ComponentEditor):
     attr = "tools"
+    rename_kind = "tool"
     noun = "Tool"
     icon_name = "tool"
 
