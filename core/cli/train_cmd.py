@@ -228,7 +228,11 @@ def _run_stage(config: StageConfig, show: bool, detach: bool, parallel: bool = F
         return
     with open_store() as store:
         _one_run(store, parallel)
+        from core.train.measure import check_sft_rows
+
         try:
+            for warning in check_sft_rows(store, config):
+                console.print(f"[yellow]warning[/yellow] {esc(warning)}", soft_wrap=True)
             run = prepare(store, config, env)
         except ConfigError as exc:
             _print_problems(exc.lines())

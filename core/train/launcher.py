@@ -40,6 +40,7 @@ from core.train.config import (
     parse_stage,
     resolved_stages,
 )
+from core.train.measure import check_sft_rows
 from core.train.pipeline import PIPELINE_LOG, start_pipeline
 from core.train.runs import (
     RunError,
@@ -127,6 +128,8 @@ def launch_stage(
     say why not; RunError too while another run trains, unless `parallel`)."""
     if parent is None and not parallel:
         check_one_run(store)
+    if parent is None:
+        check_sft_rows(store, config)  # ConfigError when no row keeps a reply token
     run = prepare(store, config, env, run_id=run_id, parent=parent)
     run = _remember_devices(store, run, devices)
     proc = start(store, run.id)

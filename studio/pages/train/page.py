@@ -19,6 +19,7 @@ tab; from then on the monitor draws that run's frozen config, never this form.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer
@@ -114,6 +115,10 @@ class TrainPage(QWidget):
         self.config: Any = None
         self.problems: list[str] = []
         self._token = 0
+        self._measured: dict[tuple[object, ...], Any] = {}
+        """Row lengths per (model, data files and their mtimes, system prompt, max rows):
+        measured once with the model's tokenizer (core/train/measure.py)."""
+        self._suggested: int | None = None
         self._checked_token = -1
         self._starting = False
         self._ready = False
@@ -574,6 +579,16 @@ class TrainPage(QWidget):
                 problems = check_launch(config, env)
                 first = config
             preview = command_preview(config, env, home=home, run_id=run_id, devices=devices)
+            suggestion: int | None = None
+            notes: list[str] = []
+            if not problems and not isinstance(config, PipelineConfig):
+                measured = self._measure(config)
+                if isinstance(measured, str):
+                    problems = [*problems, f"{config.stage}.data: {measured}"]
+                elif measured is not None:
+                    refusals, notes = measured.problems(config.max_length)  # type: ignore[attr-defined]
+                    problems = [*problems, *(f"{config.stage}.{r}" for r in refusals)]
+                    suggestion = measured.suggested_max_length()
             plan_text = ""
             if first is not None:
                 launch = first.launch
@@ -590,12 +605,16 @@ class TrainPage(QWidget):
                     )
                 except Exception:  # reported by check_launch
                     plan_text = ""
-            return problems, preview, plan_text
+            if notes:
+                plan_text = " · ".join([plan_text, *notes]) if plan_text else " · ".join(notes)
+            return problems, preview, plan_text, suggestion
 
-        def done(result: tuple[list[str], str, str]) -> None:
+        def done(result: tuple[list[str], str, str, int | None]) -> None:
             if token != self._token:
                 return
-            problems, preview, plan_text = result
+            problems, preview, plan_text, suggestion = result
+            if suggestion is not None and self._follow_suggestion(suggestion):
+                return  # the form changed: validated and checked again
             self._checked_token = token
             self.problems = problems
             found: dict[int, dict[str, str]] = {}
@@ -614,6 +633,56 @@ class TrainPage(QWidget):
                 self._render_check(pending=False)
 
         self.ctx.jobs.run(work, on_done=done, on_error=fail, label="")
+
+    def _measure(self, config: Any) -> Any:
+        """The SFT rows' token lengths (RowLengths), a message when they cannot be measured,
+        or None for other stages. Runs in the job worker; cached per data and model."""
+        from core.train.config import SftConfig
+        from core.train.measure import MeasureError, measure_rows
+        from core.train.runs import resolve_model
+
+        store = self.ctx.store
+        if not isinstance(config, SftConfig) or store is None or not config.data:
+            return None
+        try:
+            folder, _name = resolve_model(store, str(config.model), field="model")
+        except Exception:
+            return None
+        if not Path(folder).is_dir():
+            return None  # a hub id: the stage measures it
+        stamps = tuple((str(p), Path(p).stat().st_mtime_ns if Path(p).exists() else 0)
+                       for p in config.data)  # fmt: skip
+        key = (folder, stamps, config.system_prompt, config.max_rows)
+        if key not in self._measured:
+            try:
+                self._measured[key] = measure_rows(folder, config.data,
+                                                   system_prompt=config.system_prompt,
+                                                   max_rows=config.max_rows)  # fmt: skip
+            except MeasureError as exc:
+                return str(exc)
+        return self._measured[key]
+
+    def _follow_suggestion(self, suggestion: int) -> bool:
+        """Set the SFT form's max_length to the data's longest row (rounded up) while the
+        operator has not typed one: the default, or an earlier suggestion, follows the data.
+        True when the form changed."""
+        form = self.forms.get("sft")
+        if form is None or self.mode != "sft":
+            return False
+        current = form.values().get("max_length")
+        from core.train.config import STAGE_MODELS
+
+        default = STAGE_MODELS["sft"].model_fields["max_length"].default
+        try:
+            value = int(str(current))
+        except ValueError:
+            return False
+        if value == suggestion or value not in (default, self._suggested):
+            return False
+        self._suggested = suggestion
+        form.set_values({"max_length": suggestion})
+        self.validate()
+        return True
 
     def _render_check(self, *, pending: bool, plan: str = "") -> None:
         lines = list(self._form_problems)
