@@ -48,7 +48,9 @@ def test_bad_rows_are_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_hat_train_sft_refuses_a_length_without_reply_tokens(
-    hat_home: Path, rows: Path, tmp_path: Path  # noqa: F811
+    hat_home: Path,
+    rows: Path,
+    tmp_path: Path,  # noqa: F811
 ) -> None:
     from core.models import add_folder
 
@@ -75,7 +77,9 @@ def test_the_suggestion_keeps_every_row_whole() -> None:
 
 @pytest.mark.timeout(600)
 def test_the_train_form_takes_its_max_length_from_the_data(
-    qapp: Any, hat_home: Path, rows: Path  # noqa: F811
+    qapp: Any,
+    hat_home: Path,
+    rows: Path,  # noqa: F811
 ) -> None:
     from core.models import add_folder
     from tests.studio_helpers import open_studio, shut, wait_until
