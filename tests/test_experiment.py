@@ -453,6 +453,11 @@ def test_ci_replication_end_to_end(demo_model_folder: Path, hat_home: Path, tmp_
                    "| fixed SFT (reference) |", "RL"):  # fmt: skip
         assert needle in report, needle
     data = json.loads((results / "report.json").read_text())
+    first = data["answered_correctly"]  # the file opens on the headline measure
+    assert next(iter(data)) == "answered_correctly" and first["measure"] == data["headline"]
+    for model in ("base", "fixed", "hat"):
+        assert first[model]["hv-qa"] == data["models"][model]["hv-qa"]["answered"]
+    assert first["hat minus fixed on hv-qa"] == data["models"]["hat"]["hv_minus_fixed"]
     stages = data["stages"]
     assert {"sft", "opd", "rl"} <= set(stages["rows"])
     for stage in ("sft", "opd"):

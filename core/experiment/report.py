@@ -963,6 +963,22 @@ def _category_lines(models: dict[str, Any]) -> list[str]:
     return lines
 
 
+def headline_summary(models: dict[str, Any]) -> dict[str, Any]:
+    """report.json's first key (keys are sorted): the headline measure per model and suite,
+    with intervals, and HAT - fixed-SFT on HV-QA, paired. A reader opening the file sees
+    answered correctly first, not a model's accuracy (which a reply that answers nothing
+    also scores) deep in `models`."""
+    out: dict[str, Any] = {"measure": HEADLINE}
+    for model in MODELS:
+        entry = models.get(model) or {}
+        row = {part: (entry.get(part) or {}).get("answered") for part in ("ls-qa", "hv-qa")}
+        edit = entry.get("edit") or {}
+        row["edit error after"] = edit.get("error_after")
+        out[model] = row
+    out["hat minus fixed on hv-qa"] = (models.get("hat") or {}).get("hv_minus_fixed")
+    return out
+
+
 def write_replication_report(run: Replication, out: Path) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     models = collect(run)
@@ -972,6 +988,7 @@ def write_replication_report(run: Replication, out: Path) -> dict[str, Path]:
     paths = {"markdown": out / "report.md", "json": out / "report.json", **plots}
     paths["markdown"].write_text(markdown, encoding="utf-8")
     data = {
+        "answered_correctly": headline_summary(models),
         "headline": HEADLINE,
         "profile": run.profile.model_dump(mode="json"),
         "state": run.state,
