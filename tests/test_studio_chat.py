@@ -794,6 +794,9 @@ def test_stop_cancels_a_slow_reply_and_ab_sides_differ(qapp: Any, hat_home: Path
     """Issue 23: a reply that takes a minute can be stopped (the request is cancelled on the
     studio's asyncio loop, the turn says so, the history is as before the message), and an A/B
     over harness versions never starts with side B equal to side A."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
     from tests.studio_helpers import spin, wait_until
 
     one, _two = _commit_versions(hat_home)
@@ -825,7 +828,15 @@ def test_stop_cancels_a_slow_reply_and_ab_sides_differ(qapp: Any, hat_home: Path
             assert page.ask("are you there?")
             await asyncio.wait_for(started.wait(), 30)
             assert page.busy and page.cancel_button.isVisibleTo(page)
-            page.cancel()
+            # Esc from wherever the focus is on the page (here the transcript), not only
+            # from the composer (#35 item 10)
+            win.activateWindow()
+            page.columns["A"].setFocus()
+            for _ in range(50):  # the window manager's activation arrives as an event
+                if win.isActiveWindow():
+                    break
+                await asyncio.sleep(0.05)
+            QTest.keyClick(page.columns["A"], Qt.Key.Key_Escape)
             assert not page.busy and not page.cancel_button.isVisibleTo(page)
             await asyncio.sleep(0.2)
 

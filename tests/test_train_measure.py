@@ -49,8 +49,8 @@ def test_bad_rows_are_a_clear_error(tmp_path: Path) -> None:
 
 def test_hat_train_sft_refuses_a_length_without_reply_tokens(
     hat_home: Path,
-    rows: Path,
-    tmp_path: Path,  # noqa: F811
+    rows: Path,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     from core.models import add_folder
 

@@ -302,7 +302,9 @@ class ChatPage(QWidget):
         self.cancel_button.clicked.connect(self.cancel)
         self.cancel_button.hide()
         cl.addWidget(self.cancel_button)
-        cancel = QShortcut(QKeySequence(Qt.Key.Key_Escape), composer)
+        # on the page, not the composer: while a reply streams the focus is often on the
+        # transcript or a card, and Esc must stop the stream from anywhere on the page
+        cancel = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
         cancel.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         cancel.activated.connect(self.cancel)
         pl.addWidget(composer)
