@@ -480,6 +480,9 @@ def test_zero_usable_rows_fails_the_run_with_the_reason(tmp_path: Path) -> None:
         assert run.status == "failed" and run.exit_code == 3
         assert run.reason is not None and run.reason.startswith("data: zero usable rows in")
         assert "1 a rejected job" in run.reason
+        # the Log tab shows the child's last lines: the reason is among them (#35 item 1)
+        log = (Path(run.run_dir) / "child.log").read_text()
+        assert "failed: data: zero usable rows in" in log
         phases = [e["phase"] for e in run_events(store, run.id, kind="phase")]
         assert phases == ["loading", "failed"]
         assert run.packages.get("hat-studio")

@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         writer.phase("stopped" if outcome == "stop" else "done")
         return 0
     except DataError as exc:
+        # the log too, not only the event: the monitor's Log tab and `hat train status` show
+        # the child's last lines, and a run that failed on its data must not leave them empty
+        print(f"failed: data: {exc}", file=sys.stderr, flush=True)
         writer.phase("failed", reason=f"data: {exc}")
         return 3
     except (StageCancelled, _Terminated, KeyboardInterrupt) as exc:
