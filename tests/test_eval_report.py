@@ -60,7 +60,7 @@ def model_rows(strength: float, *, samples: int = 1) -> list[EvalResult]:
         task = f"t{i}"
         for s in range(samples):
             ls = 1.0 if (i + s) / 6 < strength else 0.5
-            reason = "model_error: server died" if (i, s) == (5, 0) else None
+            reason = "empty_output: the model produced no text" if (i, s) == (5, 0) else None
             rows.append(agent_row(Suite.LS_QA, task, ls, sample=s, reason=reason))
             for k, dim in enumerate(DIMS):
                 hv = ls - (0.5 if dim == "tool_schemas" and strength < 0.9 else 0.0)
@@ -114,8 +114,8 @@ def test_suite_numbers(report: EvalReport, rows: list[EvalResult]):
     assert ls.score.mean == pytest.approx(sum(r.score for r in ls_rows) / 12)
     assert ls.score.low <= ls.score.mean <= ls.score.high and ls.score.clusters == 6
     assert ls.pass_rate.mean == pytest.approx(sum(r.passed for r in ls_rows) / 12)
-    assert [(f.kind, f.count) for f in ls.failures] == [("model_error", 1)]
-    assert ls.failures[0].example == "model_error: server died"
+    assert [(f.kind, f.count) for f in ls.failures] == [("empty_output", 1)]
+    assert ls.failures[0].example == "empty_output: the model produced no text"
     assert ls.pass_k is not None and set(ls.pass_k) == {1, 2}
     assert ls.pass_k[2] <= ls.pass_k[1] == pytest.approx(ls.pass_rate.mean)
     assert set(ls.by_category) == {"schedule", "qa"}
@@ -169,7 +169,7 @@ def test_markdown_has_a_table_per_suite_and_the_breakdowns(report: EvalReport):
     for heading in ("### LS-QA", "### HV-QA", "### IFEval", "## Per HSA dimension"):
         assert heading in md
     assert "## Distribution over harness variants" in md
-    assert "| model_error | 1 | model_error: server died |" in md
+    assert "| empty_output | 1 | empty_output: the model produced no text |" in md
     assert "| max_turns | 1 | max_turns: 12 turns |" in md
     assert "pass^k | k=1: " in md
     assert "instruction-level loose" in md
@@ -245,6 +245,15 @@ def test_comparison_table(tmp_path: Path, report: EvalReport):
         compare_reports({})
 
 
+OUTCOMES = {
+    "ok": (ResultStatus.OK, None),
+    "failed": (ResultStatus.FAILED, "max_turns: 8 turns without a reply"),
+    "timeout": (ResultStatus.ERROR, "timeout: the item took longer than 600 s"),
+    "model_error": (ResultStatus.ERROR, "model_error: HTTP 503 from the server"),
+    "crash": (ResultStatus.ERROR, "crash: ValueError: boom"),
+}
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     st.lists(
@@ -252,33 +261,68 @@ def test_comparison_table(tmp_path: Path, report: EvalReport):
             st.sampled_from(list(Suite)),
             st.integers(0, 5),
             st.floats(0, 1),
-            st.booleans(),
+            st.sampled_from(sorted(OUTCOMES)),
         ),
         min_size=1,
         max_size=25,
         unique_by=lambda t: (t[0], t[1]),
     )
 )
-def test_counts_add_up(items: list[tuple[Suite, int, float, bool]]):
+def test_counts_add_up(items: list[tuple[Suite, int, float, str]]):
+    """Every row is counted once: scored (ok or failed as 0) or an infrastructure error,
+    which is left out of the score and counted apart, whatever the mix."""
     rows = [
         EvalResult(
             suite=suite,
             task_id=str(task),
             score=score,
             passed=score > 0.5,
-            status=ResultStatus.FAILED if failed else ResultStatus.OK,
-            reason="crash: boom" if failed else None,
+            status=OUTCOMES[outcome][0],
+            reason=OUTCOMES[outcome][1],
         )
-        for suite, task, score, failed in items
+        for suite, task, score, outcome in items
     ]
     report = build_report(rows, resamples=50)
     assert sum(s.items for s in report.suites) == len(rows)
-    assert sum(s.failed for s in report.suites) == sum(f for *_, f in items)
+    assert sum(s.failed for s in report.suites) == sum(o == "failed" for *_, o in items)
+    assert sum(s.errors for s in report.suites) == sum(
+        o in ("timeout", "model_error", "crash") for *_, o in items
+    )
     for s in report.suites:
         mine = [r for r in rows if r.suite is s.suite]
-        plain = sum(0.0 if r.status is ResultStatus.FAILED else r.score for r in mine)
-        assert s.score.mean == pytest.approx(plain / len(mine))
-        assert sum(f.count for f in s.failures) == s.failed
+        kept = [r for r in mine if r.status is not ResultStatus.ERROR]
+        assert s.failed + s.errors + sum(r.status is ResultStatus.OK for r in mine) == s.items
+        if not kept:
+            assert s.score is None and s.pass_rate is None
+            continue
+        plain = sum(r.score if r.status is ResultStatus.OK else 0.0 for r in kept)
+        assert s.score is not None and s.score.mean == pytest.approx(plain / len(kept))
+        assert s.score.n == len(kept)
+        assert sum(f.count for f in s.failures) == s.failed + s.errors
+        assert all(f.infra == (f.kind in ("timeout", "model_error", "crash")) for f in s.failures)
+
+
+def test_rows_stored_before_the_error_status_read_as_errors():
+    """A row stored as failed with an infrastructure reason (before the error status
+    existed) loads as an error, so old runs' scores leave it out too; a model failure stays."""
+    old = {"suite": "ls-qa", "task_id": "t", "score": 0.0, "passed": False, "status": "failed"}
+    assert EvalResult.model_validate({**old, "reason": "timeout: 600 s"}).status is (
+        ResultStatus.ERROR
+    )
+    assert EvalResult.model_validate({**old, "reason": "max_turns: 8"}).status is (
+        ResultStatus.FAILED
+    )
+    report = build_report(
+        [
+            EvalResult.model_validate({**old, "reason": "model_error: refused"}),
+            agent_row(Suite.LS_QA, "t2", 1.0),
+        ],
+        resamples=50,
+    )
+    ls = report.suite(Suite.LS_QA)
+    assert ls is not None and ls.errors == 1 and ls.score is not None and ls.score.mean == 1.0
+    text = report_markdown(report)
+    assert "model_error (infrastructure, not scored)" in text
 
 
 def test_report_modules_import_no_plotting_or_torch():

@@ -311,14 +311,17 @@ def test_bad_models_become_failed_rows(store: Store) -> None:
         EvalRequest(model="bad", suites=[Suite.LS_QA], limit=3),
         client_factory=lambda item, harness, surface: clients[item.task_id],
     )
-    assert run.status is RunStatus.DONE and run.failed == 3
+    # the model's own failures are failed rows; a client that raises is an infrastructure
+    # error: its own status, not counted among the failures
+    assert run.status is RunStatus.DONE and run.failed == 2 and run.errors == 1
     rows = {r.task_id: r for r in load_results(store, run.id)}
     assert rows["test.price.0000"].reason == "empty_output: the model produced no text"
     assert rows["test.spec.0000"].reason.startswith("max_turns: ")  # type: ignore[union-attr]
     # a client that raises is a model_error of the loop (the loop never raises)
     assert rows["test.stock.0000"].reason.startswith("model_error: RuntimeError")  # type: ignore[union-attr]
-    for row in rows.values():
-        assert row.status is ResultStatus.FAILED and row.score == 0 and not row.passed
+    for task, row in rows.items():
+        expected = ResultStatus.ERROR if task == "test.stock.0000" else ResultStatus.FAILED
+        assert row.status is expected and row.score == 0 and not row.passed
         assert row.trace_id is not None and row.grades["accuracy"]["score"] == 0
     # model failures are results: a resume keeps them, transport failures are re-run
     again = _Counting()
@@ -326,6 +329,57 @@ def test_bad_models_become_failed_rows(store: Store) -> None:
     assert again.keys == [("ls-qa", "test.stock.0000", None, 0)]
     rows = {r.task_id: r for r in load_results(store, run.id)}
     assert rows["test.stock.0000"].passed and len(rows) == 3
+
+
+class _Hanging:
+    """A server that never answers, as the client sees it (the real refused-connection and
+    dead-server paths are the tests below; a hang needs no server process)."""
+
+    async def complete(
+        self, messages: Sequence[Message], *, tools: Any = None, on_delta: Any = None
+    ) -> ModelReply:
+        await asyncio.sleep(60)
+        raise AssertionError("the item timeout should have ended this")
+
+
+def test_infrastructure_errors_are_not_scored_and_retry_runs_only_them(store: Store) -> None:
+    from core.eval.report import build_report
+
+    answers = oracle()
+    hanging = "test.price.0000"
+
+    def factory(item: EvalItem, harness: Harness, surface: HarnessSurface) -> ChatClient:
+        client: ChatClient = (
+            _Hanging() if item.task_id == hanging else answers(item, harness, surface)
+        )
+        return client
+
+    run = run_eval(
+        store,
+        EvalRequest(
+            model="m",
+            suites=[Suite.LS_QA],
+            limit=3,
+            concurrency=3,
+            call_timeout_s=0.5,
+            item_timeout_s=0.5,
+        ),
+        client_factory=factory,
+    )
+    assert run.status is RunStatus.DONE
+    assert (run.passed, run.failed, run.errors) == (2, 0, 1)
+    rows = {r.task_id: r for r in load_results(store, run.id)}
+    assert rows[hanging].status is ResultStatus.ERROR
+    assert (rows[hanging].reason or "").startswith("timeout: ")
+    ls = build_report(list(rows.values()), resamples=50).suite(Suite.LS_QA)
+    # the timed-out item is left out of the score, not graded as a wrong answer
+    assert ls is not None and ls.items == 3 and ls.errors == 1 and ls.failed == 0
+    assert ls.score is not None and ls.score.n == 2 and ls.score.mean == 1.0
+    # "retry failed items": only the error item runs again, the answered ones are kept
+    again = _Counting()
+    retried = resume_eval(store, run.id, client_factory=again)
+    assert again.keys == [("ls-qa", hanging, None, 0)]
+    assert (retried.passed, retried.failed, retried.errors) == (3, 0, 0)
 
 
 def test_refused_connection_fails_rows_not_the_caller(store: Store) -> None:
@@ -341,7 +395,7 @@ def test_refused_connection_fails_rows_not_the_caller(store: Store) -> None:
     rows = load_results(store, run.id)
     assert 1 <= len(rows) <= 2  # the items in flight; the rest wait for a resume
     for row in rows:
-        assert row.status is ResultStatus.FAILED
+        assert row.status is ResultStatus.ERROR
         assert row.reason is not None and row.reason.startswith("model_error: ")
         assert "stopped answering" in row.reason
     # resumed with a working model, every item completes (the failed rows are re-run)
@@ -559,7 +613,7 @@ def test_managed_server_restarted_once_then_run_fails(
     reasons = [r.reason for r in rows]
     assert all(not (r or "").startswith("model_error") for r in reasons[:2]), reasons
     last = rows[2]
-    assert last.status is ResultStatus.FAILED and last.reason is not None
+    assert last.status is ResultStatus.ERROR and last.reason is not None
     assert last.reason.startswith("model_error: ") and "after its one restart" in last.reason
     assert not _serve_children(keep=transformers_server.pid)  # the runner stopped its own
     finished = resume_eval(store, run.id, base_url=transformers_server.base_url)

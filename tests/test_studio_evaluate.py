@@ -241,6 +241,61 @@ def test_stop_keeps_items_and_resume_finishes_the_run(studio) -> None:  # type: 
     assert run.result.id == stopped.id and run.result.done == 30 and run.result.passed == 30
 
 
+def test_infrastructure_errors_show_apart_and_retry_reruns_only_them(studio) -> None:  # type: ignore[no-untyped-def]
+    """A row that timed out (stored as the runner stores a timeout: the oracle cannot time
+    out) is counted under Errors, not Failed; "Retry 1 failed item" reruns only it."""
+    from core.eval.api import load_results
+    from core.eval.store import add_result
+
+    page = evaluate_page(studio)
+    page.show_tab("run")
+    run = page.run
+    run.picker.select("oracle")
+    for key, b in run.suite_buttons.items():
+        b.setChecked(key == "ls-qa")
+    run.limit.setValue(3)
+    run.call_timeout.setValue(30)
+    run.item_timeout.setValue(45)
+    assert "--call-timeout 30 --item-timeout 45" in run.launch().command()
+    run.start()
+    wait_until(lambda: run.result is not None, timeout=120)
+    idle()
+    first = run.result
+    assert first.request.call_timeout_s == 30 and first.request.item_timeout_s == 45
+    store = studio.ctx.store
+    victim = load_results(store, first.id)[0]
+    add_result(
+        store,
+        first.id,
+        victim.model_copy(
+            update={
+                "status": ResultStatus.ERROR,
+                "score": 0.0,
+                "passed": False,
+                "reason": "timeout: the item took longer than 45 s",
+            }
+        ),
+    )
+    results = page.results
+    results.refresh(select=first.id)
+    wait_until(lambda: results.view is not None and results.view.run.errors == 1)
+    idle()
+    row = results.view.suites[0]
+    assert (row.items, row.failed, row.errors) == (3, 0, 1)
+    assert row.score is not None and row.score[0] == 1.0  # the two answered items only
+    assert not results.resume_button.isVisibleTo(results)
+    assert results.retry_button.isVisibleTo(results)
+    assert results.retry_button.text() == "Retry 1 failed item"
+    assert "infrastructure error" in results.banner.text.text()
+    statuses = sorted(r.status for r in results.view.items)
+    assert statuses == ["error", "pass", "pass"]
+    results.retry_button.click()
+    wait_until(lambda: run.result is not None and run.result.id == first.id, timeout=60)
+    wait_until(lambda: run.result.status.value == "done" and run.result.errors == 0, timeout=120)
+    idle()
+    assert run.result.passed == 3 and run.result.done == 3
+
+
 def test_impact_view_lists_flips_by_changed_component_with_traces(studio) -> None:  # type: ignore[no-untyped-def]
     """The model is the oracle fixed on the deployed version's names (the evaluation API's
     injected client): a stand-in for a fine-tune on that harness, so the rename breaks the
@@ -357,10 +412,11 @@ def test_item_rows_explain_what_went_wrong() -> None:
             ),
         ]
     )
-    assert [r.status for r in rows] == ["pass", "fail", "failed"]
+    assert [r.status for r in rows] == ["pass", "fail", "error"]
     assert rows[1].variant == "Tool schemas"
     assert rows[1].reason == "effectiveness: price: did not state the price 9.99"
-    assert rows[2].score == 0.0 and rows[2].reason.startswith("model_error")
+    assert rows[2].score == 0.0
+    assert rows[2].reason == "not scored (infrastructure): model_error: cannot reach the server"
 
 
 def test_resume_is_offered_for_ended_runs_and_for_running_ones_whose_process_is_gone() -> None:

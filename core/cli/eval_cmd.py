@@ -139,46 +139,60 @@ class _Bar:
 
 
 def summarize(results: list[EvalResult]) -> list[dict[str, Any]]:
-    """Per suite: items, mean score, pass rate, failed items (failed count as 0)."""
-    from core.eval.results import ResultStatus, Suite
+    """Per suite: items, mean score, pass rate, failed items (failed count as 0) and
+    infrastructure errors (left out of score and pass rate)."""
+    from core.eval.results import ResultStatus, Suite, scored
 
     out: list[dict[str, Any]] = []
     order = list(Suite)
     suites = sorted({r.suite for r in results}, key=order.index)
     for suite in suites:
-        rows = [r for r in results if r.suite is suite]
+        every = [r for r in results if r.suite is suite]
+        rows = scored(every)
         ok = [r for r in rows if r.status is ResultStatus.OK]
         n = len(rows)
         out.append(
             {
                 "suite": suite.value,
-                "items": n,
-                "score": sum(r.score for r in ok) / n if n else 0.0,
-                "pass_rate": sum(r.passed for r in ok) / n if n else 0.0,
+                "items": len(every),
+                "score": sum(r.score for r in ok) / n if n else None,
+                "pass_rate": sum(r.passed for r in ok) / n if n else None,
                 "failed": n - len(ok),
+                "errors": len(every) - n,
             }
         )
     return out
+
+
+def _share(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
 
 
 def _print_summary(run: EvalRun, results: list[EvalResult]) -> None:
     from rich.table import Table
 
     table = Table(box=None, header_style="bold")
-    for column in ("suite", "items", "score", "pass rate", "failed"):
+    for column in ("suite", "items", "score", "pass rate", "failed", "errors"):
         table.add_column(column, justify="left" if column == "suite" else "right")
     for row in summarize(results):
         table.add_row(
             row["suite"],
             str(row["items"]),
-            f"{row['score']:.3f}",
-            f"{row['pass_rate']:.3f}",
+            _share(row["score"]),
+            _share(row["pass_rate"]),
             str(row["failed"]),
+            str(row["errors"]),
         )
     console.print(table)
     status = run.status.value + (f" ({run.reason})" if run.reason else "")
     console.print(f"run {run.id}: {status}, {run.done}/{run.total} items", markup=False)
-    if run.status.value != "done":
+    if run.errors:
+        console.print(
+            f"{run.errors} item(s) hit an infrastructure error (server, timeout, crash) and "
+            f"are not scored; run them again with: hat eval resume {run.id}",
+            markup=False,
+        )
+    elif run.status.value != "done":
         console.print(f"continue with: hat eval resume {run.id}", markup=False)
 
 
@@ -270,6 +284,18 @@ def run_cmd(
     ] = 8,
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1)] = 256,
     temperature: Annotated[float, typer.Option("--temperature", min=0.0)] = 0.0,
+    call_timeout: Annotated[
+        float,
+        typer.Option(
+            "--call-timeout", min=0.001, help="Seconds one model call may take (then: error)."
+        ),
+    ] = 120.0,
+    item_timeout: Annotated[
+        float,
+        typer.Option(
+            "--item-timeout", min=0.001, help="Seconds one whole item may take (then: error)."
+        ),
+    ] = 600.0,
     harness: Annotated[
         str | None,
         typer.Option("--harness", help="Stored version (default: live-host@production)."),
@@ -318,6 +344,8 @@ def run_cmd(
             concurrency=concurrency,
             max_tokens=max_tokens,
             temperature=temperature,
+            call_timeout_s=call_timeout,
+            item_timeout_s=item_timeout,
             base_url=base_url,
             model_id=model_id,
             engine=engine,  # type: ignore[arg-type]
@@ -392,8 +420,8 @@ def list_cmd() -> None:
         suites = ",".join(s.value for s in run.suites)
         console.print(
             f"{run.id}  {run.status.value:<7}  {run.done}/{run.total} items  "
-            f"{run.passed} passed  {run.failed} failed  {model}  {run.harness}@{version}  "
-            f"{suites}",
+            f"{run.passed} passed  {run.failed} failed  {run.errors} errors  {model}  "
+            f"{run.harness}@{version}  {suites}",
             markup=False,
             soft_wrap=True,
         )
@@ -402,7 +430,9 @@ def list_cmd() -> None:
 @app.command("show")
 def show_cmd(
     run_id: Annotated[str, typer.Argument(help="Run id or unique prefix.")],
-    failed: Annotated[bool, typer.Option("--failed", help="List the failed items.")] = False,
+    failed: Annotated[
+        bool, typer.Option("--failed", help="List the failed and error items.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Run, summary and rows as JSON.")] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Write the report here.")] = None,
 ) -> None:
@@ -443,8 +473,10 @@ def show_cmd(
         _print_summary(run, results)
         if failed:
             for result in results:
-                if result.status is ResultStatus.FAILED:
+                if result.status is not ResultStatus.OK:
                     where = f"{result.suite.value} {result.task_id}"
+                    if result.status is ResultStatus.ERROR:
+                        where += " [error, not scored]"
                     if result.variant_seed is not None:
                         where += f" #{result.variant_seed} ({result.dimension})"
                     console.print(f"  {where}: {result.reason}", markup=False)

@@ -311,7 +311,7 @@ def aggregate_results(results: Iterable[EvalResult]) -> dict[str, float] | None:
             score = IfevalScore(
                 key=_int_key(r.task_id), prompt_strict=False, prompt_loose=False, instructions=[]
             )
-        if r.status is ResultStatus.FAILED:
+        if r.status is not ResultStatus.OK:
             score = IfevalScore(
                 key=score.key,
                 prompt_strict=False,

@@ -7,7 +7,9 @@
    covers the suites is reused when it is done; one that stopped or failed is resumed; else a
    new run is made. Re-running the gate after moving a label therefore costs only the new side.
 2. **Pairs.** Items are paired by key (suite, task, variant seed, sample); a failed item counts
-   as not passed and score 0. `delta` = mean score under V2 - under V1 over the pairs, with a
+   as not passed and score 0; an infrastructure error (status error) on either side drops
+   the pair (counted in `errors`: a timeout is not a change the edit made). `delta` = mean
+   score under V2 - under V1 over the pairs, with a
    95 % paired bootstrap interval (`core.eval.stats.paired_bootstrap`, resampling whole tasks
    with all their pairs: HV-QA variants and samples of one task are not independent), and
    the same for the pass rate.
@@ -233,7 +235,9 @@ def compare_runs(
     wanted = {Suite(s) for s in suites}
     before = {r.key: r for r in load_results(store, run_from.id) if r.suite in wanted}
     after = {r.key: r for r in load_results(store, run_to.id) if r.suite in wanted}
-    keys = sorted(set(before) & set(after), key=lambda k: (k[0], k[1], k[2] or -1, k[3]))
+    both = set(before) & set(after)
+    broken = {k for k in both if ResultStatus.ERROR in (before[k].status, after[k].status)}
+    keys = sorted(both - broken, key=lambda k: (k[0], k[1], k[2] or -1, k[3]))
     s_from = [_score(before[k]) for k in keys]
     s_to = [_score(after[k]) for k in keys]
     p_from = [float(_passed(before[k])) for k in keys]
@@ -281,6 +285,7 @@ def compare_runs(
         groups=groups,
         flips=flips,
         paired=n,
+        errors=len(broken),
         score_from=sum(s_from) / n if n else 0.0,
         score_to=sum(s_to) / n if n else 0.0,
         pass_from=sum(p_from) / n if n else 0.0,
@@ -411,7 +416,12 @@ def report_markdown(report: ImpactReport) -> str:
         "",
         f"- from `{report.from_version[:12]}` (run {report.from_run}) "
         f"to `{report.to_version[:12]}` (run {report.to_run})",
-        f"- suites: {', '.join(s.value for s in report.suites)}; paired items: {report.paired}",
+        f"- suites: {', '.join(s.value for s in report.suites)}; paired items: {report.paired}"
+        + (
+            f" ({report.errors} left out: an infrastructure error on a side)"
+            if report.errors
+            else ""
+        ),
         f"- score {report.score_from:.3f} -> {report.score_to:.3f}: "
         f"delta {report.delta:+.3f} (95% CI {lo:+.3f} .. {hi:+.3f})",
         f"- pass rate {report.pass_from:.3f} -> {report.pass_to:.3f}: "

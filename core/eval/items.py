@@ -7,7 +7,8 @@ score 0, grades kept when there is a trace) when it could not be completed: `mod
 (the server was unreachable or answered with an error), `max_turns` (an endless tool loop),
 `empty_output` (the model wrote nothing), `timeout` (longer than `item_timeout_s`), `crash` (a
 bug; the reason names it) or `variant` (no HSA variant could be built). The reason starts with
-that kind.
+that kind. `model_error`, `timeout` and `crash` say nothing about the model: those rows are
+stored with status `error` (results.INFRA_FAILURES), left out of scores and retried.
 
 **A dead server.** After a `model_error` the runner checks the server (GET /models). A
 managed server that is down is restarted once per run invocation and the items that hit it
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from core.eval.results import EvalResult, ResultStatus, Suite
+from core.eval.results import EvalResult, ResultStatus, Suite, failure_kind
 from core.eval.types import ClientFactory, EvalItem, EvalRequest
 from core.runtime.client import ChatClient, Message
 from core.runtime.trace import ModelCallStep, Trace, TraceStatus
@@ -46,15 +47,6 @@ if TYPE_CHECKING:
     from core.sim.surface import HarnessSurface
 
 log = logging.getLogger(__name__)
-
-TRANSPORT_FAILURES = frozenset({"model_error", "timeout", "crash"})
-"""Failure kinds that say nothing about the model: resume runs these items again."""
-
-
-def failure_kind(reason: str | None) -> str:
-    """The kind a failed row's reason starts with (`model_error: ...` -> model_error)."""
-    return (reason or "").split(":", 1)[0].strip()
-
 
 # ----------------------------------------------------------------------------- the server
 
@@ -369,7 +361,7 @@ async def run_item(ctx: ItemContext, item: EvalItem) -> Outcome:
     elif (
         ctx.server is not None
         and ctx.server.down is not None
-        and result.status is ResultStatus.FAILED
+        and result.status is not ResultStatus.OK
     ):
         reason = f"{result.reason} ({ctx.server.down})"
         outcome.result = result.model_copy(update={"reason": reason})

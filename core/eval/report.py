@@ -24,7 +24,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.eval.ifeval import IfevalScore
-from core.eval.results import HV_BASE, SUITE_LABELS, EvalResult, ResultStatus, Suite
+from core.eval.results import (
+    HV_BASE,
+    INFRA_FAILURES,
+    SUITE_LABELS,
+    EvalResult,
+    ResultStatus,
+    Suite,
+    failure_kind,
+    scored,
+)
 from core.eval.stats import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
@@ -56,6 +65,8 @@ class FailureKind(BaseModel):
     count: int
     example: str
     """One full reason of this kind, for the reader."""
+    infra: bool = False
+    """An infrastructure kind (results.INFRA_FAILURES): not scored, retried on resume."""
 
 
 class SuiteReport(BaseModel):
@@ -66,8 +77,11 @@ class SuiteReport(BaseModel):
     tasks: int
     samples: int = Field(description="Most samples any item has (pass^k needs > 1).")
     failed: int
-    score: Interval
-    pass_rate: Interval
+    score: Interval | None
+    """Over the scored rows (all but errors); None when every row is an error."""
+    pass_rate: Interval | None
+    errors: int = 0
+    """Infrastructure errors: left out of `score` and `pass_rate`, counted here."""
     failures: list[FailureKind] = Field(default_factory=list)
     by_category: dict[str, float] = Field(default_factory=dict)
     pass_k: dict[int, float] | None = None
@@ -110,20 +124,21 @@ class EvalReport(BaseModel):
 # ----------------------------------------------------------------------------- build
 
 
-def failure_kind(reason: str | None) -> str:
-    kind = (reason or "").split(":", 1)[0].strip()
-    return kind or "unknown"
+def _kind(reason: str | None) -> str:
+    return failure_kind(reason) or "unknown"
 
 
 def _failures(rows: Sequence[EvalResult]) -> list[FailureKind]:
-    failed = [r for r in rows if r.status is ResultStatus.FAILED]
-    counts = Counter(failure_kind(r.reason) for r in failed)
+    """Failed and error rows by reason kind, errors first (they are not the model's)."""
+    failed = [r for r in rows if r.status is not ResultStatus.OK]
+    counts = Counter(_kind(r.reason) for r in failed)
     examples: dict[str, str] = {}
     for r in failed:
-        examples.setdefault(failure_kind(r.reason), (r.reason or "no reason recorded").strip())
+        examples.setdefault(_kind(r.reason), (r.reason or "no reason recorded").strip())
+    order = sorted(counts, key=lambda k: (k not in INFRA_FAILURES, -counts[k], k))
     return [
-        FailureKind(kind=k, count=c, example=examples[k])
-        for k, c in sorted(counts.items(), key=lambda kc: (-kc[1], kc[0]))
+        FailureKind(kind=k, count=counts[k], example=examples[k], infra=k in INFRA_FAILURES)
+        for k in order
     ]
 
 
@@ -147,7 +162,7 @@ def _ifeval_intervals(rows: Sequence[EvalResult], n: int, seed: int) -> dict[str
             prompt_strict.append(0.0)
             prompt_loose.append(0.0)
             continue
-        ok = r.status is not ResultStatus.FAILED
+        ok = r.status is ResultStatus.OK
         prompt_strict.append(float(ok and score.prompt_strict))
         prompt_loose.append(float(ok and score.prompt_loose))
         for check in score.instructions:
@@ -167,29 +182,32 @@ def _ifeval_intervals(rows: Sequence[EvalResult], n: int, seed: int) -> dict[str
     return out
 
 
-def _suite_report(suite: Suite, rows: Sequence[EvalResult], n: int, seed: int) -> SuiteReport:
+def _suite_report(suite: Suite, every: Sequence[EvalResult], n: int, seed: int) -> SuiteReport:
+    """One suite's numbers over its scored rows; errors are counted, never scored."""
+    rows = scored(every)
     by_item: Counter[tuple[str, int | None]] = Counter((r.task_id, r.variant_seed) for r in rows)
-    samples = max(by_item.values())
+    samples = max(by_item.values(), default=1)
     pass_k = pass_hat_k_curve(trials_by_task(rows)) if samples > 1 else None
     categories: dict[str, list[float]] = {}
     for r in rows:
         if r.category:
             categories.setdefault(r.category, []).append(
-                0.0 if r.status is ResultStatus.FAILED else r.score
+                0.0 if r.status is not ResultStatus.OK else r.score
             )
     return SuiteReport(
         suite=suite,
-        items=len(rows),
-        tasks=len({r.task_id for r in rows}),
+        items=len(every),
+        tasks=len({r.task_id for r in every}),
         samples=samples,
         failed=sum(r.status is ResultStatus.FAILED for r in rows),
-        score=score_interval(rows, n=n, seed=seed),
-        pass_rate=pass_interval(rows, n=n, seed=seed),
-        failures=_failures(rows),
+        errors=len(every) - len(rows),
+        score=score_interval(rows, n=n, seed=seed) if rows else None,
+        pass_rate=pass_interval(rows, n=n, seed=seed) if rows else None,
+        failures=_failures(every),
         by_category={c: sum(v) / len(v) for c, v in sorted(categories.items())},
         pass_k=pass_k,
         variants=variant_distribution(rows),
-        ifeval=_ifeval_intervals(rows, n, seed) if suite is Suite.IFEVAL else None,
+        ifeval=_ifeval_intervals(rows, n, seed) if suite is Suite.IFEVAL and rows else None,
     )
 
 
@@ -223,7 +241,7 @@ def build_report(
         seed=seed,
         level=DEFAULT_LEVEL,
         suites=suites,
-        dimensions=dimension_breakdown(rows, n=resamples, seed=seed),
+        dimensions=dimension_breakdown(scored(rows), n=resamples, seed=seed),
     )
 
 
@@ -260,6 +278,7 @@ def _suite_markdown(s: SuiteReport, level: float) -> list[str]:
         ["pass rate", fmt_interval(s.pass_rate)],
         ["items / tasks", f"{s.items} / {s.tasks}"],
         ["failed", str(s.failed)],
+        ["infrastructure errors (not scored)", str(s.errors)],
     ]
     if s.pass_k:
         rows.append(["pass^k", ", ".join(f"k={k}: {fmt(v)}" for k, v in sorted(s.pass_k.items()))])
@@ -277,10 +296,14 @@ def _suite_markdown(s: SuiteReport, level: float) -> list[str]:
         lines += ["", "Failures by reason:", ""]
         lines += _table(
             ["reason", "count", "example"],
-            [[f.kind, str(f.count), _short(f.example)] for f in s.failures],
+            [[_kind_label(f), str(f.count), _short(f.example)] for f in s.failures],
         )
     lines.append("")
     return lines
+
+
+def _kind_label(f: FailureKind) -> str:
+    return f"{f.kind} (infrastructure, not scored)" if f.infra else f.kind
 
 
 def _short(text: str, limit: int = 120) -> str:
@@ -297,15 +320,23 @@ def report_markdown(report: EvalReport) -> str:
     lines += [
         f"- **created**: {report.created_at}",
         f"- **intervals**: {pct} percentile bootstrap over tasks, {report.resamples} resamples, "
-        f"seed {report.seed}; failed items count as 0",
+        f"seed {report.seed}; failed items count as 0, infrastructure errors (server "
+        "unreachable, timeouts, crashes) are left out and counted apart",
         "",
         "## Summary",
         "",
     ]
     lines += _table(
-        ["suite", "score", "pass rate", "items", "failed"],
+        ["suite", "score", "pass rate", "items", "failed", "errors (not scored)"],
         [
-            [s.label, fmt_interval(s.score), fmt_interval(s.pass_rate), str(s.items), str(s.failed)]
+            [
+                s.label,
+                fmt_interval(s.score),
+                fmt_interval(s.pass_rate),
+                str(s.items),
+                str(s.failed),
+                str(s.errors),
+            ]
             for s in report.suites
         ],
     )

@@ -11,10 +11,11 @@ down without re-running anything.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Suite(StrEnum):
@@ -52,8 +53,28 @@ class ResultStatus(StrEnum):
     OK = "ok"
     """The item ran to a reply and was graded (a wrong answer is still `ok`, with score 0)."""
     FAILED = "failed"
-    """The item could not be completed (server died, empty output, tool loop, timeout...);
-    `reason` says why. Failed items count as score 0 in reports and are listed apart."""
+    """The model could not complete the item (an endless tool loop, empty output, no variant
+    to play); `reason` says why. Failed items count as score 0 and are listed apart."""
+    ERROR = "error"
+    """Infrastructure error: the item could not be played for a reason that says nothing
+    about the model (the server refused, dropped or answered 5xx; a call or the item timed
+    out; the product's own code crashed). Not scored: reports leave these rows out of every
+    score and show their count beside it, and "retry failed items" runs them again."""
+
+
+INFRA_FAILURES = frozenset({"model_error", "timeout", "crash"})
+"""The reason kinds of an infrastructure error (ResultStatus.ERROR)."""
+
+
+def failure_kind(reason: str | None) -> str:
+    """The kind a failed row's reason starts with (`model_error: ...` -> model_error)."""
+    return (reason or "").split(":", 1)[0].strip()
+
+
+def scored(rows: Iterable[EvalResult]) -> list[EvalResult]:
+    """The rows a score is computed over: every row but infrastructure errors (a server
+    timing out must not read as a wrong answer, nor a crash as a right one)."""
+    return [r for r in rows if r.status is not ResultStatus.ERROR]
 
 
 class EvalResult(BaseModel):
@@ -81,6 +102,19 @@ class EvalResult(BaseModel):
     reason: str | None = None
     trace_id: str | None = None
     latency_s: float | None = Field(default=None, description="Agent end-to-end seconds.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _infra_is_error(cls, data: Any) -> Any:
+        """A failed row whose reason is an infrastructure kind is an error row: rows stored
+        before the error status existed read the same way as new ones."""
+        if (
+            isinstance(data, dict)
+            and str(data.get("status", "")) == ResultStatus.FAILED.value
+            and failure_kind(data.get("reason")) in INFRA_FAILURES
+        ):
+            data = {**data, "status": ResultStatus.ERROR}
+        return data
 
     @property
     def key(self) -> tuple[str, str, int | None, int]:

@@ -26,15 +26,13 @@ from filelock import FileLock, Timeout
 
 from core.eval.items import (
     TASK_FILE_SUITES,
-    TRANSPORT_FAILURES,
     ItemContext,
     RunServer,
-    failure_kind,
     first_model,
     run_item,
 )
 from core.eval.planning import ifeval_prompts, own_tasks, plan_items
-from core.eval.results import ResultStatus, Suite
+from core.eval.results import INFRA_FAILURES, ResultStatus, Suite, failure_kind
 from core.eval.store import (
     ItemKey,
     add_result,
@@ -498,7 +496,7 @@ async def continue_run(
         for key, (status, reason) in stored.items()
         if status is ResultStatus.OK
         or not retry_failed
-        or failure_kind(reason) not in TRANSPORT_FAILURES
+        or failure_kind(reason) not in INFRA_FAILURES
     }
     return await _guarded(
         store,

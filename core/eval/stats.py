@@ -9,7 +9,9 @@ Conventions:
   repeats samples), so report intervals resample *tasks* (clusters) with all their items:
   `bootstrap_ci(values, groups=task_ids)`. The point estimate stays the plain item mean.
 - A failed row (ResultStatus.FAILED) counts as score 0 / not passed everywhere here; it is
-  never dropped, or a model that crashes would look better than one that answers wrong.
+  never dropped, or a model that loops would look better than one that answers wrong. An
+  error row (ResultStatus.ERROR: infrastructure) is dropped before the rows reach these
+  functions (results.scored; the reports count them apart); here it scores 0 like a failure.
 """
 
 from __future__ import annotations
@@ -191,11 +193,11 @@ def trials_by_task(results: Iterable[EvalResult]) -> dict[str, list[bool]]:
 
 
 def _score(r: EvalResult) -> float:
-    return 0.0 if r.status is ResultStatus.FAILED else r.score
+    return r.score if r.status is ResultStatus.OK else 0.0
 
 
 def _passed(r: EvalResult) -> bool:
-    return r.status is not ResultStatus.FAILED and r.passed
+    return r.status is ResultStatus.OK and r.passed
 
 
 def score_interval(

@@ -17,10 +17,10 @@ import secrets
 import zlib
 from typing import Any
 
-from sqlalchemy import Connection, case, delete, func, insert, select, update
+from sqlalchemy import Connection, and_, case, delete, func, insert, or_, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from core.eval.results import EvalResult, ResultStatus, Suite
+from core.eval.results import INFRA_FAILURES, EvalResult, ResultStatus, Suite
 from core.eval.types import EvalRequest, EvalRun, RunStatus
 from core.store.db import resolve_id, transaction
 from core.store.errors import StoreError
@@ -49,27 +49,44 @@ def _resolve(conn: Connection, ref: str) -> tuple[int, str]:
     return resolve_id(conn, EvalRunRow, ref, noun="evaluation run", listed_by="hat eval list")
 
 
-def _counts(conn: Connection, pks: list[int] | None = None) -> dict[int, tuple[int, int, int]]:
-    """run pk -> (rows, passed, failed)."""
+Counts = tuple[int, int, int, int]
+"""(rows, passed, failed, errors) of one run."""
+
+
+def _counts(conn: Connection, pks: list[int] | None = None) -> dict[int, Counts]:
+    """run pk -> Counts. A row is an error when its status is `error`, or `failed` with an
+    infrastructure reason (rows stored before the error status: results.EvalResult reads
+    them the same way)."""
+    infra = or_(
+        EvalResultRow.status == ResultStatus.ERROR.value,
+        and_(
+            EvalResultRow.status == ResultStatus.FAILED.value,
+            or_(*(EvalResultRow.reason.like(f"{kind}:%") for kind in sorted(INFRA_FAILURES))),
+        ),
+    )
     query = select(
         EvalResultRow.run_pk,
         func.count(),
         func.sum(case((EvalResultRow.passed.is_(True), 1), else_=0)),
-        func.sum(case((EvalResultRow.status == ResultStatus.FAILED.value, 1), else_=0)),
+        func.sum(case((infra, 0), (EvalResultRow.status == ResultStatus.FAILED.value, 1), else_=0)),
+        func.sum(case((infra, 1), else_=0)),
     ).group_by(EvalResultRow.run_pk)
     if pks is not None:
         query = query.where(EvalResultRow.run_pk.in_(pks))
-    return {r[0]: (int(r[1]), int(r[2] or 0), int(r[3] or 0)) for r in conn.execute(query).all()}
+    return {
+        r[0]: (int(r[1]), int(r[2] or 0), int(r[3] or 0), int(r[4] or 0))
+        for r in conn.execute(query).all()
+    }
 
 
-def _record(row: Any, counts: tuple[int, int, int]) -> EvalRun:
+def _record(row: Any, counts: Counts) -> EvalRun:
     try:
         request = EvalRequest.model_validate(row.request)
     except ValueError as exc:
         raise StoreError(
             f"evaluation run {row.id}: its stored request does not load: {exc}"
         ) from None
-    done, passed, failed = counts
+    done, passed, failed, errors = counts
     return EvalRun(
         id=row.id,
         request=request,
@@ -83,6 +100,7 @@ def _record(row: Any, counts: tuple[int, int, int]) -> EvalRun:
         done=done,
         passed=passed,
         failed=failed,
+        errors=errors,
         reason=row.reason,
         created_at=row.created_at,
         started_at=row.started_at,
@@ -146,7 +164,7 @@ def get_run(store: Store, ref: str) -> EvalRun:
     with transaction(store.engine, store.path, write=False) as conn:
         pk, _ = _resolve(conn, ref)
         row = conn.execute(select(EvalRunRow).where(EvalRunRow.pk == pk)).one()
-        return _record(row, _counts(conn, [pk]).get(pk, (0, 0, 0)))
+        return _record(row, _counts(conn, [pk]).get(pk, (0, 0, 0, 0)))
 
 
 def list_runs(
@@ -170,7 +188,7 @@ def list_runs(
         out: list[EvalRun] = []
         for row in rows:
             try:
-                out.append(_record(row, counts.get(row.pk, (0, 0, 0))))
+                out.append(_record(row, counts.get(row.pk, (0, 0, 0, 0))))
             except StoreError:
                 continue  # a run stored by a newer program: not listable here, not fatal
         return out

@@ -184,7 +184,9 @@ class EvalRun:
     """Items with a stored row (ok or failed)."""
     passed: int = 0
     failed: int = 0
-    """Rows with status failed."""
+    """Rows with status failed (the model could not complete the item)."""
+    errors: int = 0
+    """Rows with status error (infrastructure: not scored; "retry failed items" reruns them)."""
     reason: str | None = None
     created_at: datetime | None = None
     started_at: datetime | None = None
@@ -323,6 +325,8 @@ class ImpactReport:
     """95 % paired bootstrap interval of `delta`."""
     pass_delta: float
     pass_delta_ci: tuple[float, float]
+    errors: int = 0
+    """Items in both runs left unpaired: an infrastructure error (status error) on a side."""
 
     @property
     def broke(self) -> int:
@@ -376,6 +380,7 @@ def report_dict(report: ImpactReport) -> dict[str, Any]:
         "to_run": report.to_run,
         "reused": list(report.reused),
         "paired": report.paired,
+        "errors": report.errors,
         "score_from": report.score_from,
         "score_to": report.score_to,
         "delta": report.delta,

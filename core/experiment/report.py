@@ -7,7 +7,9 @@ reply states is false, also when the reply does not answer the question (a polit
 check" is accurate); effectiveness alone is 1 when every intent is answered, also with a
 wrong number. Effectiveness must be 1, not 0.5: 0.5 is a partial answer (some of the asks
 answered, or a "can't check right now" after a fault that was not retried), which did not do
-the job. A failed item (status failed: max_turns, a model error, a timeout) counts 0.
+the job. A failed item (status failed: max_turns, empty output) counts 0. An infrastructure
+error (status error: the server unreachable or 5xx, a timeout, a crash) is left out of every
+number, on both sides of a paired comparison, and counted in the "failed items" column.
 
 Numbers (all from stored evaluation rows, core/eval):
 
@@ -50,13 +52,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.eval.results import EvalResult, ResultStatus, Suite
+from core.eval.results import EvalResult, ResultStatus, Suite, failure_kind, scored
 from core.eval.stats import Interval, bootstrap_ci
 from core.experiment.steps import HAT_STAGES, MODELS, STEPS
 
@@ -72,7 +75,7 @@ HEADLINE = "answered correctly (accuracy 1 and effectiveness 1)"
 
 
 def accuracy(row: EvalResult) -> float:
-    if row.status is ResultStatus.FAILED:
+    if row.status is not ResultStatus.OK:
         return 0.0
     acc = (row.grades.get("accuracy") or {}).get("score")
     return float(acc) if isinstance(acc, int | float) else 0.0
@@ -81,7 +84,7 @@ def accuracy(row: EvalResult) -> float:
 def effective(row: EvalResult) -> float:
     """1 when the reply answered every ask (effectiveness grade 1; 0.5 is a partial answer),
     else 0; a failed item counts 0."""
-    if row.status is ResultStatus.FAILED:
+    if row.status is not ResultStatus.OK:
         return 0.0
     return 1.0 if _grade(row, "effectiveness") == 1 else 0.0
 
@@ -89,9 +92,21 @@ def effective(row: EvalResult) -> float:
 def answered(row: EvalResult) -> float:
     """The headline (module doc): 1 when the facts are right (accuracy 1) AND the ask is
     answered (effectiveness 1), else 0; a failed item counts 0."""
-    if row.status is ResultStatus.FAILED:
+    if row.status is not ResultStatus.OK:
         return 0.0
     return 1.0 if _grade(row, "accuracy") == 1 and _grade(row, "effectiveness") == 1 else 0.0
+
+
+def _error_kinds(rows: Sequence[EvalResult]) -> dict[str, int]:
+    """Infrastructure errors by reason kind (module doc: not scored, counted)."""
+    return dict(Counter(failure_kind(r.reason) for r in rows if r.status is ResultStatus.ERROR))
+
+
+def _fails_cell(s: dict[str, Any]) -> str:
+    """The "failed items" cell: the model's failures, then the errors left out of the scores."""
+    parts = [f"{k} {v}" for k, v in sorted(s["failed"].items())]
+    parts += [f"{k} {v} (not scored)" for k, v in sorted((s.get("errors") or {}).items())]
+    return ", ".join(parts) or "0"
 
 
 def _ci(values: Sequence[float], groups: Sequence[str] | None = None) -> Interval | None:
@@ -110,7 +125,7 @@ def agent_summary(rows: Sequence[EvalResult], *, clustered: bool = False) -> dic
     groups = [r.task_id for r in rows] if clustered else None
     failed: dict[str, int] = {}
     for r in rows:
-        if r.status is ResultStatus.FAILED:
+        if r.status is not ResultStatus.OK:
             kind = (r.reason or "failed").split(":", 1)[0]
             failed[kind] = failed.get(kind, 0) + 1
     return {
@@ -237,7 +252,7 @@ def failing_turn(row: EvalResult) -> str | None:
         missing = any(r.startswith("missing call") for r in reasons)
         useless = any(r.startswith("useless call") for r in reasons)
         return "argument" if missing and useless else "tool"
-    if row.status is ResultStatus.FAILED or not row.grades:
+    if row.status is not ResultStatus.OK or not row.grades:
         return "no reply"
     reasons = _reasons(row, "accuracy") + _reasons(row, "effectiveness")
     if any(r.startswith("no final reply") for r in reasons):
@@ -356,7 +371,9 @@ def summarise(
     models: dict[str, Any] = {}
     hv_rows: dict[str, list[EvalResult]] = {}
     for model in MODELS:
-        rows = rows_of.get(model) or {}
+        every = rows_of.get(model) or {}
+        rows = {part: scored(found) for part, found in every.items()}
+        errors = {part: _error_kinds(found) for part, found in every.items()}
         entry: dict[str, Any] = {"runs": runs_of.get(model) or {}}
         entry["turns"] = {
             part: turn_counts(rows[part]) for part in ("ls-qa", "hv-qa", "edit") if part in rows
@@ -374,9 +391,14 @@ def summarise(
             entry["hv-qa"]["dimensions"] = _breakdown(rows["hv-qa"], "dimension")
         if "ifeval" in rows:
             entry["ifeval"] = ifeval_summary(rows["ifeval"])
+            entry["ifeval"]["errors"] = errors["ifeval"]
         if "edit" in rows and "ls-qa" in rows:
             entry["edit"] = edit_summary(rows["ls-qa"], rows["edit"])
             entry["edit"]["ls-qa-edited"] = agent_summary(rows["edit"])
+            entry["edit"]["ls-qa-edited"]["errors"] = errors["edit"]
+        for part in ("ls-qa", "hv-qa"):
+            if part in rows:
+                entry[part]["errors"] = errors[part]
         models[model] = entry
     base_after = (models.get("base", {}).get("edit") or {}).get("errors_after") or {}
     fixed_after = (models.get("fixed", {}).get("edit") or {}).get("errors_after") or {}
@@ -407,7 +429,7 @@ def stage_rows(rows_of: dict[str, dict[str, list[EvalResult]]]) -> dict[str, Any
     clustered by task) and IFEval prompt-level strict; a part without rows is None."""
     out: dict[str, Any] = {}
     for key, _ in STAGE_ROWS:
-        rows = rows_of.get(key) or {}
+        rows = {part: scored(found) for part, found in (rows_of.get(key) or {}).items()}
         entry: dict[str, Any] = {"n": {part: len(r) for part, r in rows.items()}}
         for part in ("ls-qa", "hv-qa"):
             found = rows.get(part)
@@ -807,11 +829,11 @@ def report_markdown(
         for part, label in (("ls-qa", "LS-QA"), ("hv-qa", "HV-QA")):
             s = m.get(part)
             if s:
-                fails = ", ".join(f"{k} {v}" for k, v in sorted(s["failed"].items())) or "0"
+                fails = _fails_cell(s)
                 lines.append(f"| {LABELS[model]} | {label} | {_secondary(s)} | {fails} |")
         s = (m.get("edit") or {}).get("ls-qa-edited")
         if s:
-            fails = ", ".join(f"{k} {v}" for k, v in sorted(s["failed"].items())) or "0"
+            fails = _fails_cell(s)
             lines.append(f"| {LABELS[model]} | LS-QA, edited harness | {_secondary(s)} | {fails} |")
     lines += _category_lines(models)
     lines += [

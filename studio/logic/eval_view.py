@@ -112,6 +112,10 @@ class LaunchRequest:
     samples: int = 1
     concurrency: int = 1
     max_tokens: int = 256
+    call_timeout_s: float = 120.0
+    """One model call; longer is an infrastructure error (not scored, retryable)."""
+    item_timeout_s: float = 600.0
+    """One whole item (every turn and tool call)."""
     server: str = "managed"
     """managed (start a server for the model) | url (a running OpenAI-compatible server)"""
     engine: str = "transformers"
@@ -140,6 +144,14 @@ class LaunchRequest:
             raise RequestError("fixed_on", "pick the harness version the oracle keeps")
         if self.kind == "model" and self.server == "url":
             check_url("base_url", self.base_url, "a running server")
+        if self.call_timeout_s <= 0:
+            raise RequestError("call_timeout_s", "a model call needs more than 0 s")
+        if self.item_timeout_s < self.call_timeout_s:
+            raise RequestError(
+                "item_timeout_s",
+                f"an item ({self.item_timeout_s:g} s) must be allowed at least one model call "
+                f"({self.call_timeout_s:g} s)",
+            )
         if self.engine not in ("transformers", "vllm"):
             raise RequestError("engine", f"unknown engine {self.engine!r}")
         if self.uses_task_file:
@@ -168,6 +180,8 @@ class LaunchRequest:
             samples=self.samples,
             concurrency=self.concurrency,
             max_tokens=self.max_tokens,
+            call_timeout_s=self.call_timeout_s,
+            item_timeout_s=self.item_timeout_s,
             engine=self.engine,  # type: ignore[arg-type]
             base_url=(self.base_url.strip() or None) if url else None,
             model_id=(self.model_id.strip() or None) if url else None,
@@ -205,6 +219,10 @@ class LaunchRequest:
             parts.append(f"--max-tokens {self.max_tokens}")
         if self.concurrency > 1:
             parts.append(f"--concurrency {self.concurrency}")
+        if self.call_timeout_s != 120.0:
+            parts.append(f"--call-timeout {self.call_timeout_s:g}")
+        if self.item_timeout_s != 600.0:
+            parts.append(f"--item-timeout {self.item_timeout_s:g}")
         if self.ifeval_path.strip() and "ifeval" in self.suites:
             parts.append(f"--ifeval {self.ifeval_path.strip()}")
         if self.task_file.strip() and self.uses_task_file:
@@ -230,7 +248,7 @@ class EvalProgress:
     """Items this job finished without passing (errors included), so passed + failed is
     what the job finished."""
     errors: int = 0
-    """Of `failed`, items that did not run to the end (model_error, timeouts)."""
+    """Of `failed`, infrastructure errors (server, timeouts): not scored, retryable."""
 
 
 class EvalJob:
@@ -260,7 +278,7 @@ class EvalJob:
                 ok = last.status is ResultStatus.OK and last.passed
                 progress.passed += ok
                 progress.failed += not ok
-                progress.errors += last.status is ResultStatus.FAILED
+                progress.errors += last.status is ResultStatus.ERROR
                 mark = "pass" if ok else (last.reason or "not passed")
                 seed = f"#{last.variant_seed}" if last.variant_seed is not None else ""
                 progress.last = f"{SUITE_LABELS[last.suite.value]} · {last.task_id}{seed}: {mark}"
@@ -450,10 +468,12 @@ def item_rows(results: list[EvalResult]) -> list[ItemRow]:
             variant = f"{DIMENSION_LABELS.get(r.dimension or '', r.dimension or 'variant')}"
         if r.sample:
             variant = f"{variant} · sample {r.sample}".strip(" ·")
-        failed = r.status is ResultStatus.FAILED
+        failed = r.status is not ResultStatus.OK
         reason = r.reason or ""
         if not reason and not r.passed:
             reason = _first_failing_reason(r.grades)
+        if r.status is ResultStatus.ERROR:
+            reason = f"not scored (infrastructure): {reason}"
         out.append(
             ItemRow(
                 result=r,
@@ -463,7 +483,13 @@ def item_rows(results: list[EvalResult]) -> list[ItemRow]:
                 category=(r.category or "").replace("_", " "),
                 score=0.0 if failed else r.score,
                 passed=r.passed and not failed,
-                status="failed" if failed else ("pass" if r.passed else "fail"),
+                status=(
+                    "error"
+                    if r.status is ResultStatus.ERROR
+                    else "failed"
+                    if failed
+                    else ("pass" if r.passed else "fail")
+                ),
                 reason=reason,
             )
         )
@@ -485,9 +511,11 @@ class SuiteRow:
     items: int
     tasks: int
     failed: int
-    score: tuple[float, float, float]
-    pass_rate: tuple[float, float, float]
+    score: tuple[float, float, float] | None
+    pass_rate: tuple[float, float, float] | None
     extra: str = ""
+    errors: int = 0
+    """Infrastructure errors: left out of score and pass rate."""
 
 
 @dataclass
@@ -515,8 +543,18 @@ class RunView:
         status = self.run.status.value
         return status in ("stopped", "failed") or (status == "running" and not self.active)
 
+    @property
+    def retryable(self) -> int:
+        """Error items a finished run can run again ("Retry failed items"); 0 while the run
+        is executing or when Resume (which retries them too) is the way on."""
+        if self.active or self.resumable or self.run.status.value == "running":
+            return 0
+        return int(self.run.errors)
 
-def _triple(ci: Any) -> tuple[float, float, float]:
+
+def _triple(ci: Any) -> tuple[float, float, float] | None:
+    if ci is None:
+        return None
     return (float(ci.mean), float(ci.low), float(ci.high))
 
 
@@ -559,9 +597,13 @@ def run_view(store: Store, run_id: str, resamples: int = RESAMPLES) -> RunView:
                 score=_triple(s.score),
                 pass_rate=_triple(s.pass_rate),
                 extra=extra,
+                errors=s.errors,
             )
         )
-        failures += [(f"{s.label}: {f.kind}", f.count, f.example) for f in s.failures]
+        failures += [
+            (f"{s.label}: {f.kind}" + (" (not scored)" if f.infra else ""), f.count, f.example)
+            for f in s.failures
+        ]
     dims = [
         DimensionRow(
             dimension=DIMENSION_LABELS.get(d.dimension, d.dimension),
@@ -692,7 +734,7 @@ def flip_rows(flips: list[Any]) -> list[FlipRow]:
         if sample:
             variant += f" s{sample}"
         after = f.after
-        failed = after.status is ResultStatus.FAILED
+        failed = after.status is not ResultStatus.OK
         reason = after.reason or "" if failed else _first_failing_reason(after.grades)
         if f.direction == "fixed":
             before = f.before
@@ -704,7 +746,7 @@ def flip_rows(flips: list[Any]) -> list[FlipRow]:
                 task_id=task,
                 variant=variant.strip(),
                 direction=f.direction,
-                before=0.0 if f.before.status is ResultStatus.FAILED else f.before.score,
+                before=0.0 if f.before.status is not ResultStatus.OK else f.before.score,
                 after=0.0 if failed else after.score,
                 reason=reason,
             )

@@ -188,6 +188,14 @@ class ResultsView(QWidget):
         )
         self.resume_button.hide()
         head.addWidget(self.resume_button)
+        self.retry_button = button(
+            "Retry failed items",
+            "redo",
+            "",
+            "Run again only the items that hit an infrastructure error; the rest are kept",
+        )
+        self.retry_button.hide()
+        head.addWidget(self.retry_button)
         rl.addLayout(head)
         self.banner = Banner()
         rl.addWidget(self.banner)
@@ -221,6 +229,18 @@ class ResultsView(QWidget):
                     56,
                     kind="number",
                     tone=lambda r: "danger" if r.failed else "text-faint",
+                    tooltip=lambda r: "The model could not complete these (counted as 0)",
+                ),
+                Column(
+                    "errors",
+                    "Errors",
+                    56,
+                    kind="number",
+                    tone=lambda r: "warning" if r.errors else "text-faint",
+                    tooltip=lambda r: (
+                        "Infrastructure errors (server unreachable or 5xx, timeouts): left "
+                        "out of the score and pass rate; Retry failed items runs them again"
+                    ),
                 ),
             ],
             key=lambda r: r.suite,
@@ -298,7 +318,9 @@ class ResultsView(QWidget):
                     "reason",
                     "Why not full marks",
                     None,
-                    tone=lambda r: "danger" if r.status == "failed" else "text-muted",
+                    tone=lambda r: {"failed": "danger", "error": "warning"}.get(
+                        r.status, "text-muted"
+                    ),
                     tooltip=lambda r: r.reason,
                 ),
             ],
@@ -322,6 +344,10 @@ class ResultsView(QWidget):
         self.runs_table.rowSelected.connect(self._run_selected)
         self.items.rowSelected.connect(self._item_selected)
         self.resume_button.clicked.connect(
+            lambda: self.view is not None and self.resume_requested.emit(self.view.run.id)
+        )
+        # a resume runs stored error rows again and skips everything else (core.eval.api)
+        self.retry_button.clicked.connect(
             lambda: self.view is not None and self.resume_requested.emit(self.view.run.id)
         )
         ctx.opened.connect(self.refresh)
@@ -442,10 +468,21 @@ class ResultsView(QWidget):
         self.chips.addWidget(chip(f"{run.harness} @ {(run.harness_version or '')[:10]}", "neutral"))
         self.meta.setText(f"{run.id} · {run.done}/{run.total} items")
         self.resume_button.setVisible(view.resumable)
+        retry = view.retryable
+        self.retry_button.setVisible(bool(retry))
+        self.retry_button.setText(f"Retry {retry} failed item{'s' if retry != 1 else ''}")
         if run.reason and run.status.value != "done":
             self.banner.show_message(
                 "warning" if run.status.value == "stopped" else "error",
-                f"This run {run.status.value}: {run.reason}. Resume continues where it stopped.",
+                f"This run {run.status.value}: {run.reason}. Resume continues where it stopped"
+                + (f" and runs the {run.errors} error item(s) again." if run.errors else "."),
+            )
+        elif retry:
+            self.banner.show_message(
+                "warning",
+                f"{retry} item{'s' if retry != 1 else ''} hit an infrastructure error (server "
+                "unreachable or failing, a timeout): left out of the scores, not counted as "
+                "wrong answers. Retry failed items runs only them again.",
             )
         self.scores.set_rows(view.suites)
         self.scores.setFixedHeight(interval_height(self.scores, max(1, len(view.suites))))

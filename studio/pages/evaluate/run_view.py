@@ -200,6 +200,19 @@ class RunView(JobView):
         self.concurrency = QSpinBox()
         self.concurrency.setRange(1, 64)
         self.concurrency.setValue(8)  # batched on the server: 8 cost little more than 1
+        self.call_timeout = QSpinBox()
+        self.call_timeout.setRange(1, 3600)
+        self.call_timeout.setValue(120)
+        self.call_timeout.setSuffix(" s")
+        self.call_timeout.setToolTip(
+            "One model call; a longer one is an infrastructure error: left out of the "
+            "scores and retryable, not graded as a wrong answer"
+        )
+        self.item_timeout = QSpinBox()
+        self.item_timeout.setRange(1, 86_400)
+        self.item_timeout.setValue(600)
+        self.item_timeout.setSuffix(" s")
+        self.item_timeout.setToolTip("One whole item: every turn and tool call")
         self.version = elastic_combo()
         grid.addWidget(Field("Per suite", self.limit), 0, 0)
         variants_field = Field("HV-QA variants", self.variants)
@@ -207,7 +220,10 @@ class RunView(JobView):
         grid.addWidget(Field("Samples", self.samples), 0, 2)
         grid.addWidget(Field("Max tokens", self.max_tokens), 1, 0)
         grid.addWidget(Field("Concurrency", self.concurrency), 1, 1)
-        grid.addWidget(Field("Harness version", self.version), 2, 0, 1, 3)
+        grid.addWidget(Field("Call timeout", self.call_timeout), 1, 2)
+        self.item_timeout_field = Field("Item timeout", self.item_timeout)
+        grid.addWidget(self.item_timeout_field, 2, 0)
+        grid.addWidget(Field("Harness version", self.version), 2, 1, 1, 2)
         self.ifeval = QLineEdit()
         self.ifeval.setPlaceholderText("input_data.jsonl (default: google/IFEval via datasets)")
         self.ifeval_field = Field("IFEval prompts", self.ifeval)
@@ -249,7 +265,15 @@ class RunView(JobView):
         self.engine.changed.connect(lambda _v: self._update())
         for w in (self.base_url, self.model_id, self.ifeval, self.task_file):
             w.textChanged.connect(lambda _t: self._update())
-        for s in (self.limit, self.variants, self.samples, self.max_tokens, self.concurrency):
+        for s in (
+            self.limit,
+            self.variants,
+            self.samples,
+            self.max_tokens,
+            self.concurrency,
+            self.call_timeout,
+            self.item_timeout,
+        ):
             s.valueChanged.connect(lambda _v: self._update())
         self.version.currentIndexChanged.connect(lambda _i: self._update())
         self.fixed_on.currentIndexChanged.connect(lambda _i: self._update())
@@ -333,6 +357,8 @@ class RunView(JobView):
             samples=self.samples.value(),
             concurrency=self.concurrency.value(),
             max_tokens=self.max_tokens.value(),
+            call_timeout_s=float(self.call_timeout.value()),
+            item_timeout_s=float(self.item_timeout.value()),
             server=self.server.value(),
             engine=self.engine.value(),
             base_url=self.base_url.text(),
@@ -378,6 +404,8 @@ class RunView(JobView):
                 self.url_field.set_error(exc.message)
             elif exc.field == "task_file":
                 self.task_file_field.set_error(exc.message)
+            elif exc.field == "item_timeout_s":
+                self.item_timeout_field.set_error(exc.message)
             elif exc.field == "suites":
                 self.suites_error.setText(exc.message)
                 self.suites_error.show()
@@ -483,7 +511,8 @@ class RunView(JobView):
         s["passed"].setText(str(p.passed))
         s["failed"].setText(str(p.failed))
         s["failed"].setToolTip(
-            f"Items that did not pass; {p.errors} of them did not run to the end"
+            f"Items that did not pass; {p.errors} of them hit an infrastructure error (not "
+            "scored; Retry failed items in Results runs them again)"
             if p.errors
             else "Items that did not pass"
         )
