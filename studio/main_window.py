@@ -8,6 +8,7 @@ is on screen. Pages fill in when `StudioContext.opened` fires.
 from __future__ import annotations
 
 import html
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from studio import dialogs, theme, workspace
-from studio.context import StudioContext
+from studio.context import StoreChange, StudioContext
 from studio.jobs import jobs
 from studio.logic.servers import server_status_line
 from studio.widgets.common import PageHeader, Toast, label
@@ -83,6 +84,11 @@ class _Skeleton(QWidget):
         lay.addWidget(PageHeader(title, subtitle))
         lay.addStretch(1)
 
+
+DEMO_IMPORT_ENV = "HAT_STUDIO_DEMO_IMPORT"
+"""Set to "0" and a first start registers no demo model (the test suite: a fresh home per
+test would import it every time)."""
+DEMO_OFFERED_KEY = "models/demo_offered"
 
 SIDEBAR_WIDTH = 212
 COMPACT_SIDEBAR_WIDTH = 64
@@ -464,12 +470,48 @@ class MainWindow(QMainWindow):
 
     def _opened(self) -> None:
         self._refresh_status()
+        self._offer_demo_model()
         if self.ctx.created_demo:
             self.ctx.message.emit(
                 "success", "Welcome: the demo workspace is ready (live-host harness)"
             )
             # a new workspace: say once what the pages are for and in which order
             self.harness_page.banner.show_message("info", FIRST_LAUNCH_HINT)
+
+    def _offer_demo_model(self) -> None:
+        """First start of a home with no model registered: import the demo model in the
+        background, so Train, Evaluate and Chat all offer it from the start (one registry;
+        each page reloads on the models change). Once per home: a demo the operator removed is
+        not brought back (Chat's "Add the demo model" is there for that)."""
+        if os.environ.get(DEMO_IMPORT_ENV, "1") == "0":
+            return
+        if self.settings.value(DEMO_OFFERED_KEY, False, type=bool):
+            return
+        from core.models import add_demo, demo_to_offer
+
+        def checked(wanted: bool) -> None:
+            self.settings.setValue(DEMO_OFFERED_KEY, True)
+            if not wanted:
+                return
+            self.ctx.message.emit(
+                "info", "First start: registering the demo model (SmolLM2-135M-Instruct)…"
+            )
+            self.ctx.run_store(
+                add_demo,
+                changes=StoreChange.MODELS,
+                on_done=lambda result: self.ctx.message.emit(
+                    "success",
+                    f"The demo model {result[0].name} is registered: Train, Evaluate and "
+                    "Chat offer it",
+                ),
+                on_error=lambda exc: self.ctx.message.emit(
+                    "error",
+                    f"The demo model could not be registered ({exc}); add a model on the Chat page",
+                ),
+                label="Importing the demo model",
+            )
+
+        self.ctx.run_store(demo_to_offer, on_done=checked, on_error=lambda _e: None)
 
     # ------------------------------------------------------------------ workspace
 

