@@ -14,16 +14,20 @@ to make flips that only a prompt edit can explain.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from core.eval.api import EvalError, EvalItem, Suite, impact, list_eval_runs
 from core.eval.impact import changes_between, report_markdown
 from core.eval.oracle_model import oracle_clients
+from core.eval.store import load_trace
 from core.harness.demo import load_demo_harness
 from core.harness.models import Harness
 from core.runtime.client import ChatClient, Message, ModelReply
@@ -180,6 +184,95 @@ def test_renamed_skill_is_one_change(store: Store) -> None:
     labels = [c.label for c in changes_between(store, v1, v2)]
     assert "skill coupon-push -> coupon-nudge (renamed)" in labels
     assert not any(label.endswith("(added)") or label.endswith("(removed)") for label in labels)
+
+
+def test_unrelated_edits_in_the_failing_trace_are_not_blamed(store: Store) -> None:
+    """A flip is blamed on what its failing run met an error in (the call to the renamed
+    tool), not on every edited tool the run also called or the task needs."""
+    original = load_demo_harness()
+    v1 = store.commit(original, "demo").id
+    edited = original.model_copy(deep=True)
+    for tool in edited.tools:
+        if tool.name != "check_stock":
+            tool.description = (tool.description or "") + " (checked daily)"
+    renamed = edited.tool("check_stock")
+    assert renamed is not None
+    renamed.name = "stock_lookup"
+    v2 = store.commit(edited, "rename and reword").id
+    memorised = oracle_clients(load_catalog(), memorised=original)
+    report = impact(
+        store, "oracle-v1", v1, v2, suites=[Suite.LS_QA], limit=18, client_factory=memorised
+    )
+    modified = [c.label for c in report.changes if c.change == "modified" and c.component == "tool"]
+    assert len(modified) == len(original.tools) - 1
+    assert report.broke >= 3
+    # several of these runs also called a reworded tool that answered fine
+    called_reworded = 0
+    for flip in report.flips:
+        assert flip.components == (RENAMED,)
+        trace = load_trace(store, report.to_run, flip.key) or {}
+        names = {s.get("name") for s in trace.get("steps") or [] if s.get("type") == "tool_call"}
+        called_reworded += bool(names - {"check_stock", "stock_lookup"})
+    assert called_reworded >= 1
+
+
+def _rename_tools(harness: Harness, names: Sequence[str], *, rebind: bool) -> Harness:
+    edited = harness.model_copy(deep=True)
+    for name in names:
+        tool = edited.tool(name)
+        assert tool is not None
+        tool.name = f"{name}_v2"
+        if rebind:  # no shared identity left: only the content can pair them
+            tool.binding = f"{tool.binding}_v2"
+    return edited
+
+
+@settings(max_examples=8, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picks=st.sets(st.integers(0, 20), min_size=1, max_size=3), rebind=st.booleans())
+def test_renames_are_found_by_identity_or_by_content(
+    hat_home: Path, picks: set[int], rebind: bool
+) -> None:
+    """Each example opens its own store file (hat_home is shared across examples)."""
+    original = load_demo_harness()
+    plain = [t.name for t in original.tools if t.name != "load_skill"]
+    names = sorted({plain[i % len(plain)] for i in picks})
+    with Store.open(hat_home / f"hat-{uuid.uuid4().hex}.db") as store:
+        v1 = store.commit(original, "demo").id
+        v2 = store.commit(_rename_tools(original, names, rebind=rebind), "renames").id
+        changes = changes_between(store, v1, v2)
+    tools = [c for c in changes if c.component == "tool"]
+    assert sorted((c.old_name, c.name) for c in tools) == [(n, f"{n}_v2") for n in names]
+    assert all(c.change == "renamed" for c in tools)
+
+
+def test_a_renamed_prompt_section_is_a_rename_and_unrelated_swaps_are_not(store: Store) -> None:
+    original = load_demo_harness()
+    v1 = store.commit(original, "demo").id
+    edited = original.model_copy(deep=True)
+    section = next(s for s in edited.prompt.sections if s.id == "rules")
+    section.id = "house-rules"
+    # one tool removed and an unrelated one added: not a rename
+    gone = edited.tool("get_size_chart")
+    assert gone is not None
+    edited.tools.remove(gone)
+    extra = gone.model_copy(
+        update={
+            "name": "weather_now",
+            "binding": "sim.weather_now",
+            "description": "Tomorrow's weather in a city, for small talk about delivery days.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                "required": ["city"],
+            },
+        }
+    )
+    edited.tools.append(extra)
+    v2 = store.commit(edited, "rename a section, swap a tool").id
+    labels = [c.label for c in changes_between(store, v1, v2)]
+    assert "prompt rules -> house-rules (renamed)" in labels
+    assert "tool get_size_chart (removed)" in labels
+    assert "tool weather_now (added)" in labels
 
 
 def test_bad_refs_and_suites(store: Store) -> None:

@@ -233,7 +233,7 @@ def test_diff_per_component(store: Store) -> None:
         }
     )
     b = store.commit(changed, "b")
-    diffs = store.diff(a.id, b.id)
+    diffs = store.diff(a.id, b.id, renames=False)
     assert all(isinstance(d, ComponentDiff) for d in diffs)
     assert [d.path for d in diffs] == sorted(d.path for d in diffs)
     by_path = {d.path: d for d in diffs}
@@ -263,8 +263,15 @@ def test_diff_per_component(store: Store) -> None:
     )
     assert by_path["harness.yaml"].component == "manifest"
     assert by_path["harness.yaml"].change == "modified"
+    # with renames (the default): tool_0 gone and tool_7 new differ only in their number,
+    # so they read as one rename, as git would show them
+    (renamed,) = [d for d in store.diff(a.id, b.id) if d.component == "tool"]
+    assert (renamed.change, renamed.old_name, renamed.name) == ("renamed", "tool_0", "tool_7")
+    assert (renamed.old_path, renamed.path) == ("tools/tool_0.json", "tools/tool_7.json")
+    assert renamed.unified.startswith("--- a/tools/tool_0.json\n+++ b/tools/tool_7.json\n")
+    assert renamed.old_text == removed.old_text and renamed.new_text == added.new_text
     # reversed direction swaps added/removed; a version against itself has no changes
-    back = {d.path: d.change for d in store.diff(b.id, a.id)}
+    back = {d.path: d.change for d in store.diff(b.id, a.id, renames=False)}
     assert back["tools/tool_0.json"] == "added" and back["tools/tool_7.json"] == "removed"
     assert store.diff(a.id, a.id) == []
     # from nothing (a first version): every file of the version, added, with its text

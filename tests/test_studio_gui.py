@@ -801,3 +801,20 @@ def test_renaming_a_tool_carries_to_hooks_and_skills_as_one_undo_step(studio) ->
     overview.refresh_problems()
     items = [overview.problems.item(i).text() for i in range(overview.problems.count())]
     assert any("link-number-range" in t and "'check_stock'" in t for t in items), items
+
+    # saved, the Versions view shows the tool as renamed (not removed + added), diffed
+    # against its old file
+    assert page.save("rename check_stock by hand")
+    idle()
+    page.tabs.setCurrentIndex(1)
+    idle()
+    view = page.versions
+    view.select_version(view.versions[0].id)
+    idle()
+    texts = [view.changes.item(i).text() for i in range(view.changes.count())]
+    assert "check_stock → stock_level\ntool · renamed" in texts, texts
+    assert not any("removed" in t or "added" in t for t in texts), texts
+    row = texts.index("check_stock → stock_level\ntool · renamed")
+    view.changes.setCurrentRow(row)
+    idle()
+    assert any(r.tag == "replace" for r in view.diff.rows)

@@ -262,7 +262,13 @@ def diff(
     if not changes:
         console.print("no differences")
     for c in changes:
-        console.print(f"[bold]{c.change}[/bold] {c.component} {esc(c.name)} ({esc(c.path)})")
+        if c.change == "renamed":
+            console.print(
+                f"[bold]renamed[/bold] {c.component} {esc(c.old_name or '')} -> {esc(c.name)} "
+                f"({esc(c.old_path or '')} -> {esc(c.path)})"
+            )
+        else:
+            console.print(f"[bold]{c.change}[/bold] {c.component} {esc(c.name)} ({esc(c.path)})")
         if c.unified:
             shown, cut = cap_text(c.unified)
             console.print(shown, markup=False, highlight=False, soft_wrap=True)

@@ -15,20 +15,24 @@
    the same for the pass rate.
 3. **Flips.** Pairs whose `passed` differs: `broke` (passed under V1 only) or `fixed`.
 4. **Grouping.** The store diff of the two versions lists the changed components (tools,
-   skills, hooks, prompt sections, the manifest). A flip is attributed to every changed
-   *specific* component it touched: a tool whose name either trace called or whose binding
-   the task needs (its gold plan) or either trace reached; a skill either trace loaded (or
-   tried to) or whose role the task needs; a hook that ran in either trace. Prompt sections
-   and the manifest reach every request, so a flip is attributed to them only when it touched
-   no specific change; a flip that touched nothing changed is listed apart (group None).
+   skills, hooks, prompt sections, the manifest); a component gone and one new of the same
+   kind are one rename when they share a binding or role or are alike enough
+   (`changes_between`, as git finds renames). A flip is attributed to the changed *specific*
+   components it touched, narrowest evidence first: those the trace of the side that failed
+   called (a tool by name or binding), loaded (a skill) or ran (a hook); when it touched
+   none, those the other side's trace or the task's gold needs (the live room's plan:
+   bindings, skills by role; a task file's gold calls and skills). Prompt sections and the
+   manifest reach every request, so a flip is attributed to them only when it touched no
+   specific change; a flip that touched nothing changed is listed apart (group None).
    Attribution is a reading of the traces, not a causal proof: a flip listed under a renamed
-   tool is one whose task needs that tool.
+   tool is one whose failing run called it, or whose task needs it.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.eval.results import EvalResult, ResultStatus, Suite
@@ -182,45 +186,17 @@ async def run_impact(
 
 
 def changes_between(store: Store, from_id: str, to_id: str) -> list[ComponentChange]:
-    """The store diff as components; a removed and an added tool with the same binding (a
-    skill with the same role, or the same body) become one `renamed` change."""
-    diffs = store.diff(from_id, to_id)
-    old, new = store.load(from_id), store.load(to_id)
-    changes = [ComponentChange(d.component, d.name, d.change, d.path) for d in diffs]
-
-    def identity(component: str, name: str, harness: Any) -> str | None:
-        if component == "tool":
-            tool = harness.tool(name)
-            return f"binding:{tool.binding}" if tool is not None else None
-        if component == "skill":
-            skill = harness.skill(name)
-            if skill is None:
-                return None
-            role = (skill.metadata or {}).get("role")
-            return f"role:{role}" if role else f"body:{skill.body}"
-        return None
-
-    removed = {
-        (c.component, identity(c.component, c.name, old)): c
-        for c in changes
-        if c.change == "removed" and c.component in ("tool", "skill")
-    }
-    out: list[ComponentChange] = []
-    paired: set[int] = set()
-    for change in changes:
-        if change.change == "added" and change.component in ("tool", "skill"):
-            ident = identity(change.component, change.name, new)
-            gone = removed.get((change.component, ident)) if ident is not None else None
-            if gone is not None and id(gone) not in paired:
-                paired.add(id(gone))
-                out.append(
-                    ComponentChange(
-                        change.component, change.name, "renamed", change.path, gone.name
-                    )
-                )
-                continue
-        out.append(change)
-    return [c for c in out if id(c) not in paired]
+    """The store diff as components, one change per component: a renamed one (found by the
+    store as git finds renames: a shared binding or role, else alike content) is one
+    `renamed` change naming its old name, whatever else its files changed."""
+    out: dict[tuple[str, str], ComponentChange] = {}
+    for d in store.diff(from_id, to_id):
+        key = (d.component, d.name)
+        if key in out and out[key].change == "renamed":
+            continue
+        if d.change == "renamed" or key not in out:
+            out[key] = ComponentChange(d.component, d.name, d.change, d.path, d.old_name)
+    return list(out.values())
 
 
 def compare_runs(
@@ -250,7 +226,7 @@ def compare_runs(
     attribution = _Attribution(store, run_from, run_to, changes)
     flips: list[Flip] = []
     for key in flipped:
-        labels = attribution.components(key)
+        labels = attribution.components(key, failing=1 if _passed(before[key]) else 0)
         flips.append(
             Flip(
                 key=key,
@@ -332,6 +308,7 @@ class _Attribution:
         )
         self.catalog = load_catalog()
         self._tasks: dict[str, Any] | None = None
+        self._own_tasks: dict[str, Any] | None = None
         # component name -> binding, for changed tools (from whichever version has the tool)
         self.tool_bindings: dict[str, str] = {}
         for harness in self.harnesses:
@@ -348,55 +325,114 @@ class _Attribution:
                 self._tasks.update({t.id: t for t in suite_tasks(name, seed)})
         return self._tasks.get(task_id)
 
-    def components(self, key: ItemKey) -> list[str]:
-        touched = self._touched(key)
-        specific = [
-            c.label
-            for c in self.changes
-            if c.component not in GLOBAL_COMPONENTS and _hit(c, touched)
-        ]
-        if specific:
-            return specific
+    def components(self, key: ItemKey, *, failing: int = 1) -> list[str]:
+        """The changed components a flip is attributed to, narrowest evidence first: those
+        the trace of the side that failed (`failing`: 0 the `from` run, 1 the `to` run) met
+        an error in (a tool call rejected or failed, a skill that did not load, a hook that
+        did not allow); else those that trace called, loaded or ran; else those the other
+        trace or the task's gold needs; else the global ones (prompt sections, the manifest),
+        which reach every request."""
+        for touched in self._touched(key, failing):
+            specific = [
+                c.label
+                for c in self.changes
+                if c.component not in GLOBAL_COMPONENTS and _hit(c, touched)
+            ]
+            if specific:
+                return specific
         return [c.label for c in self.changes if c.component in GLOBAL_COMPONENTS]
 
-    def _touched(self, key: ItemKey) -> dict[str, set[str]]:
-        from core.sim.expect import plan_task
+    def _trace_names(self, index: int, key: ItemKey) -> tuple[Names, Names]:
+        """(everything one side's trace touched, what it met an error in): tools called (and
+        their bindings), skills loaded, hooks run."""
         from core.sim.surface import HarnessSurface
 
-        tools: set[str] = set()
-        bindings: set[str] = set()
-        skills: set[str] = set()
-        hooks: set[str] = set()
-        for run, harness in zip(self.runs, self.harnesses, strict=True):
-            trace = load_trace(self.store, run.id, key) or {}
-            surface = HarnessSurface(harness, {}, {}, {})
-            for step in trace.get("steps") or []:
-                kind = step.get("type")
-                if kind == "tool_call":
-                    name = str(step.get("name"))
-                    tools.add(name)
-                    binding = surface.binding_of(name)
+        touched, faulted = _names(), _names()
+        trace = load_trace(self.store, self.runs[index].id, key) or {}
+        surface = HarnessSurface(self.harnesses[index], {}, {}, {})
+        for step in trace.get("steps") or []:
+            kind = step.get("type")
+            if kind == "tool_call":
+                name = str(step.get("name"))
+                binding = surface.binding_of(name)
+                for names in (touched, faulted) if step.get("error") else (touched,):
+                    names["tool"].add(name)
                     if binding is not None:
-                        bindings.add(binding)
-                elif kind == "skill_load":
-                    skills.add(str(step.get("name")))
-                elif kind == "hook":
-                    hooks.add(str(step.get("hook")))
+                        names["binding"].add(binding)
+            elif kind == "skill_load":
+                bad = step.get("ok") is False or bool(step.get("error"))
+                for names in (touched, faulted) if bad else (touched,):
+                    names["skill"].add(str(step.get("name")))
+            elif kind == "hook":
+                bad = step.get("decision") not in (None, "allow")
+                for names in (touched, faulted) if bad else (touched,):
+                    names["hook"].add(str(step.get("hook")))
+        return touched, faulted
+
+    def _gold_names(self, key: ItemKey) -> Names:
+        """What the task's gold needs: the live room's plan (bindings, skills by role) or a
+        task file's gold calls and skills (named in the file's harness)."""
+        from core.sim.surface import HarnessSurface
+
+        out = _names()
+        own = self._own_task(key[1])
+        if own is not None:
+            out["tool"].update(call.tool for call in own.gold_calls)
+            out["skill"].update(own.skills)
+            out["binding"].update(
+                b for b in (self.tool_bindings.get(t) for t in out["tool"]) if b is not None
+            )
+            return out
         task = self._task(key[1])
-        if task is not None:
-            plan = plan_task(task, self.catalog)
-            bindings.update(spec.binding for spec in plan.required())
-            roles = [*plan.gold_reply_roles(), *plan.strategy_roles()]
-            for harness in self.harnesses:
-                surface = HarnessSurface(harness, {}, {}, {})
-                for role in roles:
-                    skill = surface.skill_name(role)
-                    if skill is not None:
-                        skills.add(skill)
-        for tool_name, binding in self.tool_bindings.items():
-            if binding in bindings:
-                tools.add(tool_name)
-        return {"tool": tools, "skill": skills, "hook": hooks}
+        if task is None:
+            return out
+        from core.sim.expect import plan_task
+
+        plan = plan_task(task, self.catalog)
+        out["binding"].update(spec.binding for spec in plan.required())
+        roles = [*plan.gold_reply_roles(), *plan.strategy_roles()]
+        for harness in self.harnesses:
+            surface = HarnessSurface(harness, {}, {}, {})
+            for role in roles:
+                skill = surface.skill_name(role)
+                if skill is not None:
+                    out["skill"].add(skill)
+        return out
+
+    def _own_task(self, task_id: str) -> Any:
+        """The task-file task `task_id` when the runs played a task file (else None)."""
+        if self._own_tasks is None:
+            self._own_tasks = {}
+            path = self.runs[1].request.task_file
+            if path:
+                from core.taskfile.models import TaskFileError, load_task_file
+
+                try:
+                    self._own_tasks = {t.id: t for t in load_task_file(Path(path))}
+                except (OSError, TaskFileError):
+                    self._own_tasks = {}  # moved or edited since: attribute by traces only
+        return self._own_tasks.get(task_id)
+
+    def _touched(self, key: ItemKey, failing: int) -> tuple[Names, Names, Names]:
+        """(what the failing side's trace met an error in, what it touched, what the other
+        trace or the gold needs); a changed tool counts as touched by a binding reached."""
+        traced, faulted = self._trace_names(failing, key)
+        needed, _ = self._trace_names(1 - failing, key)
+        for part, gold in self._gold_names(key).items():
+            needed[part].update(gold)
+        for names in (faulted, traced, needed):
+            for tool_name, binding in self.tool_bindings.items():
+                if binding in names["binding"]:
+                    names["tool"].add(tool_name)
+        return faulted, traced, needed
+
+
+Names = dict[str, set[str]]
+"""{"tool", "binding", "skill", "hook"}: names a trace or a gold touched."""
+
+
+def _names() -> Names:
+    return {"tool": set(), "binding": set(), "skill": set(), "hook": set()}
 
 
 def _hit(change: ComponentChange, touched: dict[str, set[str]]) -> bool:

@@ -61,10 +61,14 @@ class ComponentDiff:
     path: str
     component: str  # manifest | prompt | skill | tool | hook
     name: str
-    change: str  # added | removed | modified
+    change: str  # added | removed | modified | renamed
     old_text: str | None
     new_text: str | None
     unified: str
+    old_name: str | None = None
+    """renamed: the component's name in the older version (core/store/renames.py)."""
+    old_path: str | None = None
+    """renamed: the file's path in the older version."""
 
 
 @dataclass(frozen=True)
@@ -428,12 +432,15 @@ def _lines(text: str) -> list[str]:
     return lines
 
 
-def unified_diff(path: str, old: str | None, new: str | None) -> str:
-    """git-style unified diff of one file (``/dev/null`` for an added or removed file)."""
+def unified_diff(
+    path: str, old: str | None, new: str | None, *, old_path: str | None = None
+) -> str:
+    """git-style unified diff of one file (``/dev/null`` for an added or removed file;
+    `old_path` for a renamed one)."""
     diff = difflib.unified_diff(
         _lines(old or ""),
         _lines(new or ""),
-        fromfile=f"a/{path}" if old is not None else "/dev/null",
+        fromfile=f"a/{old_path or path}" if old is not None else "/dev/null",
         tofile=f"b/{path}" if new is not None else "/dev/null",
     )
     out = []

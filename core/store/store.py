@@ -337,13 +337,20 @@ class Store:
         with self._read() as conn:
             return hv.log(conn, harness_name, limit)
 
-    def diff(self, a: str | None, b: str) -> list[ComponentDiff]:
+    def diff(self, a: str | None, b: str, *, renames: bool = True) -> list[ComponentDiff]:
         """Per-component changes from version `a` to version `b`, sorted by path; `a` None
-        compares with nothing (every component of `b` added: a first version)."""
+        compares with nothing (every component of `b` added: a first version). With
+        `renames`, a component gone and one new that are the same one renamed are one
+        `renamed` change (core/store/renames.py), as git shows them."""
+        from core.store.renames import with_renames
+
         with self._read() as conn:
-            return hv.diff(
-                conn, hv.resolve(conn, a) if a is not None else None, hv.resolve(conn, b)
-            )
+            row_a = hv.resolve(conn, a) if a is not None else None
+            row_b = hv.resolve(conn, b)
+            diffs = hv.diff(conn, row_a, row_b)
+        if not renames or row_a is None or not any(d.change == "removed" for d in diffs):
+            return diffs
+        return with_renames(diffs, self.load(row_a.id), self.load(row_b.id))
 
     def rollback(self, ref: str, message: str | None = None) -> VersionInfo:
         """A new version whose content equals `ref`'s; its parent is that harness's head."""

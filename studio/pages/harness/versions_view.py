@@ -450,15 +450,20 @@ class VersionsView(QWidget):
         self.changes.blockSignals(True)
         self.changes.clear()
         for d in diffs:
-            kind = {"added": "added", "removed": "removed"}.get(d.change, "modified")
+            renamed = d.change == "renamed"
+            title = f"{d.old_name} → {d.name}" if renamed else (d.name or d.path)
             item = QListWidgetItem(
                 theme.icon(
                     COMPONENT_ICONS.get(d.component, "skill"),
-                    {"added": "success", "removed": "danger"}.get(kind, "warning"),
+                    {"added": "success", "removed": "danger", "renamed": "accent"}.get(
+                        d.change, "warning"
+                    ),
                 ),
-                f"{d.name or d.path}\n{d.component} · {d.change}",
+                f"{title}\n{d.component} · {d.change}",
             )
-            item.setToolTip(f"{d.change}: {d.path}")
+            item.setToolTip(
+                f"renamed: {d.old_path} → {d.path}" if renamed else f"{d.change}: {d.path}"
+            )
             self.changes.addItem(item)
         self.changes.blockSignals(False)
         if diffs:
@@ -475,7 +480,10 @@ class VersionsView(QWidget):
         a_id, b_id = self.a_combo.currentData() or "", self.b_combo.currentData() or ""
         a = short_id(a_id) if a_id else "nothing"
         b = short_id(b_id)
-        self.diff.set_titles(f"{a}  ·  {d.change if d.change != 'added' else 'absent'}", f"{b}")
+        if d.change == "renamed":  # each side under the file's name in that version
+            self.diff.set_titles(f"{a}  ·  {d.old_path}", f"{b}  ·  {d.path}")
+        else:
+            self.diff.set_titles(f"{a}  ·  {d.change if d.change != 'added' else 'absent'}", f"{b}")
         self.diff.set_texts(d.old_text, d.new_text, wrap=d.path.endswith(".md"))
         self.diff.scroll_to_first_change()
 
