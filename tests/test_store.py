@@ -731,10 +731,17 @@ def test_random_edit_sequences_load_back_equal(ops: list[tuple[str, int, str]]) 
         for (a, ha), (b, hb) in itertools.pairwise(history):
             fa, fb = folder_files(ha), folder_files(hb)
             expected_paths = sorted(p for p in set(fa) | set(fb) if fa.get(p) != fb.get(p))
-            diffs = store.diff(a.id, b.id)
+            diffs = store.diff(a.id, b.id, renames=False)
             assert [d.path for d in diffs] == expected_paths
             for d in diffs:
                 assert d.old_text == fa.get(d.path) and d.new_text == fb.get(d.path)
+            # with renames: the same files, a renamed one under both its paths, texts kept
+            shown = store.diff(a.id, b.id)
+            covered = {d.path for d in shown} | {d.old_path for d in shown if d.old_path}
+            assert covered == set(expected_paths)
+            for d in shown:
+                assert d.new_text == fb.get(d.path)
+                assert d.old_text == fa.get(d.old_path or d.path)
             assert (a.tree_hash == b.tree_hash) == (not expected_paths)
 
 

@@ -136,7 +136,10 @@ def add_cmd(
                 record = add_hub(store, name, source, revision=revision, verify=verify)
         except RegistryError as exc:
             fail(str(exc))
-    console.print(f"registered {esc(record.name)} ({esc(record.source)}: {esc(record.location)})")
+    console.print(
+        f"registered {esc(record.name)} ({esc(record.source)}: {esc(record.location)})",
+        soft_wrap=True,  # a long name must not break the location over two lines
+    )
 
 
 @app.command("import-gguf")
@@ -215,7 +218,7 @@ def add_adapter_cmd(
             record = register_adapter(store, name, folder, base=base)
         except RegistryError as exc:
             fail(str(exc))
-    console.print(f"registered adapter {esc(record.name)} on {esc(record.base)}")
+    console.print(f"registered adapter {esc(record.name)} on {esc(record.base)}", soft_wrap=True)
 
 
 @app.command("remove")

@@ -117,8 +117,17 @@ def harness_warnings(harness: Harness) -> list[Problem]:
     """What the harness loads and runs with but an operator must hear about, shown beside the
     problems in the studio's Problems panel and printed by `hat harness validate`: published
     specs' limits (`spec_warnings`), references a rename or a removal left behind
-    (`stale_references`) and strict tools OpenAI would refuse (`strict_warnings`)."""
-    return spec_warnings(harness) + stale_references(harness) + strict_warnings(harness)
+    (`stale_references`), strict tools OpenAI would refuse (`strict_warnings`) and what is
+    switched off until trusted: a task-critical hook that does not run, a tool whose calls
+    all fail (`core.harness.trust.trust_warnings`)."""
+    from core.harness.trust import trust_warnings
+
+    return (
+        spec_warnings(harness)
+        + stale_references(harness)
+        + strict_warnings(harness)
+        + trust_warnings(harness)
+    )
 
 
 def stale_references(harness: Harness) -> list[Problem]:

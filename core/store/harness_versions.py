@@ -326,6 +326,12 @@ def record_trust(conn: Connection, hashes: list[bytes]) -> None:
     conn.execute(stmt, [{"hash": h, "created_at": now} for h in sorted(set(hashes))])
 
 
+def forget_trust(conn: Connection, hashes: list[bytes]) -> None:
+    T = TrustedHookSource.__table__
+    for chunk in objects.chunks(sorted(set(hashes))):
+        conn.execute(delete(TrustedHookSource).where(T.c.hash.in_(chunk)))
+
+
 def trusted(conn: Connection, hashes: list[bytes]) -> frozenset[bytes]:
     found: set[bytes] = set()
     T = TrustedHookSource.__table__

@@ -397,6 +397,32 @@ class Store:
         with self._write() as conn:
             hv.record_trust(conn, [_source_hash(source)])
 
+    def set_trust(self, harness: Harness, kind: str, name: str, trusted: bool) -> bool:
+        """Grant (`trusted`) or withdraw trust in one Python hook or one python:/mcp:/http
+        tool of `harness` (the studio's Trust panel), recorded by what runs — the hook's
+        source, the tool's binding with its server's command line — so every version with
+        that same code follows, and changed code asks again. Sets the flag on `harness` too;
+        False when it has no such hook or tool to trust."""
+        found: bytes | None = None
+        target: Any = None
+        if kind == "hook":
+            target = next((h for h in harness.hooks if h.name == name), None)
+            if target is not None and target.kind is HookKind.PYTHON and target.source:
+                found = _source_hash(target.source)
+        elif kind == "tool":
+            target = harness.tool(name)
+            if target is not None:
+                found = _tool_trust_hash(target, harness)
+        if found is None:
+            return False
+        with self._write() as conn:
+            if trusted:
+                hv.record_trust(conn, [found])
+            else:
+                hv.forget_trust(conn, [found])
+        target.trusted = trusted  # (the load cache is keyed by the trusted sources too)
+        return True
+
     def checkpoint(self, *, vacuum: bool = False) -> None:
         """Fold the WAL into the main file (and VACUUM it when asked)."""
         with translate_errors(self.path):

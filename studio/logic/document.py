@@ -211,8 +211,20 @@ class HarnessDocument:
     def warnings(self) -> list[Problem]:
         """What the harness saves and runs with but the operator must see (stale names after
         a rename, strict tools OpenAI would refuse, spec limits): `hat harness validate`
-        prints the same list."""
-        return harness_warnings(self.harness)
+        prints the same list, plus tools whose binding cannot run (an unknown binding, an MCP
+        server mcp.json does not declare or whose command is missing), which validate lists
+        as binding problems."""
+        from core.runtime.tool_runtime import binding_problems
+
+        found = harness_warnings(self.harness)
+        for problem in binding_problems(self.harness):
+            if not problem.needs_trust:  # untrusted ones are in harness_warnings
+                found.append(
+                    Problem(
+                        f"tools/{problem.tool}.json", "binding", f"cannot run: {problem.reason}"
+                    )
+                )
+        return found
 
     def save_blockers(self) -> list[str]:
         """Why saving must wait: open drafts and cross-component problems, one line each."""

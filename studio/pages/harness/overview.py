@@ -26,7 +26,7 @@ from core.harness.errors import problems_from_validation
 from studio import theme
 from studio.logic.document import Draft, Snapshot
 from studio.session import EditSession
-from studio.widgets.common import Field, label, scrolling
+from studio.widgets.common import Field, button, label, scrolling
 
 
 class StatCard(QFrame):
@@ -63,6 +63,9 @@ class OverviewEditor(QWidget):
 
     open_location = Signal(str, str)
     """(attribute, name) of a problem the user clicked."""
+    trust_requested = Signal(object, bool)
+    """(TrustItem, grant?): the operator asked to trust or withdraw trust (the page asks
+    for confirmation and writes it to the store)."""
 
     def __init__(self, session: EditSession, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -158,6 +161,7 @@ class OverviewEditor(QWidget):
         self.problems.itemActivated.connect(self._open_problem)
         self.problems.itemClicked.connect(self._open_problem)
         rl.addWidget(self.problems, 1)
+        self._build_trust(rl)
         body.addWidget(right, 2)
         lay.addLayout(body, 1)
 
@@ -194,6 +198,80 @@ class OverviewEditor(QWidget):
             self._loading = False
         self.refresh_counts()
         self.refresh_problems()
+
+    def _build_trust(self, rl: QVBoxLayout) -> None:
+        """The Trust panel: what this harness runs only once trusted (Python hooks, tools
+        bound to code, a server or a URL), what each would run, and Trust / Withdraw. Hidden
+        when there is nothing to trust (the demo harness)."""
+        self.trust_box = QWidget()
+        tl = QVBoxLayout(self.trust_box)
+        tl.setContentsMargins(0, 8, 0, 0)
+        tl.setSpacing(6)
+        th = QHBoxLayout()
+        th.addWidget(label("Trust", "SectionTitle"))
+        self.trust_count = label("", "Faint")
+        th.addWidget(self.trust_count)
+        th.addStretch(1)
+        self.trust_button = button("Trust…", "check", "ghost")
+        self.trust_button.setToolTip("Let the selected code run (shows it first)")
+        self.untrust_button = button("Withdraw", "close", "ghost")
+        self.untrust_button.setToolTip("Stop the selected code running until trusted again")
+        self.trust_button.clicked.connect(lambda: self._ask_trust(True))
+        self.untrust_button.clicked.connect(lambda: self._ask_trust(False))
+        th.addWidget(self.trust_button)
+        th.addWidget(self.untrust_button)
+        tl.addLayout(th)
+        tl.addWidget(
+            label(
+                "Code this harness runs only once you trust it. Read what it runs first.",
+                "Faint",
+                wrap=True,
+            )
+        )
+        self.trust_list = QListWidget()
+        self.trust_list.setWordWrap(True)
+        self.trust_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.trust_list.currentRowChanged.connect(lambda _r: self._trust_buttons())
+        tl.addWidget(self.trust_list, 1)
+        self.trust_items: list[Any] = []
+        rl.addWidget(self.trust_box, 1)
+
+    def refresh_trust(self) -> None:
+        from core.harness.trust import trust_items
+
+        if self.session.doc is None:
+            return
+        row = self.trust_list.currentRow()
+        self.trust_items = trust_items(self.session.doc.harness)
+        self.trust_list.clear()
+        for item in self.trust_items:
+            state = "trusted" if item.trusted else "not trusted"
+            critical = " · task-critical" if item.kind == "hook" and item.task_critical else ""
+            entry = QListWidgetItem(
+                theme.icon("check" if item.trusted else "alert",
+                           "success" if item.trusted else "warning"),
+                f"{item.kind} {item.name} · {state}{critical}\n{item.runs}",
+            )  # fmt: skip
+            entry.setToolTip(item.detail[:2000])
+            self.trust_list.addItem(entry)
+        untrusted = sum(not i.trusted for i in self.trust_items)
+        self.trust_count.setText(f"{untrusted} not trusted" if untrusted else "all trusted")
+        self.trust_box.setVisible(bool(self.trust_items))
+        if self.trust_items:
+            self.trust_list.setCurrentRow(min(max(row, 0), len(self.trust_items) - 1))
+        self._trust_buttons()
+
+    def _trust_buttons(self) -> None:
+        row = self.trust_list.currentRow()
+        item = self.trust_items[row] if 0 <= row < len(self.trust_items) else None
+        self.trust_button.setEnabled(item is not None and not item.trusted)
+        self.untrust_button.setEnabled(item is not None and item.trusted)
+
+    def _ask_trust(self, trusted: bool) -> None:
+        row = self.trust_list.currentRow()
+        if not 0 <= row < len(self.trust_items):
+            return
+        self.trust_requested.emit(self.trust_items[row], trusted)
 
     def refresh_counts(self) -> None:
         if self.session.doc is None:
@@ -269,10 +347,12 @@ class OverviewEditor(QWidget):
         if self.isVisible():
             self.refresh_counts()
             self.refresh_problems()
+            self.refresh_trust()
 
     def showEvent(self, event: Any) -> None:
         self.refresh_counts()
         self.refresh_problems()
+        self.refresh_trust()
         super().showEvent(event)
 
     def edited(self, field: str) -> None:

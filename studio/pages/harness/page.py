@@ -158,6 +158,7 @@ class HarnessPage(QWidget):
         self.tree.duplicate_requested.connect(self.duplicate_component)
         self.tree.move_requested.connect(self.move_component)
         self.overview.open_location.connect(self._open_location)
+        self.overview.trust_requested.connect(self._set_trust)
         self.versions.open_version.connect(self.open_version)
         self.versions.rolled_back.connect(self._rolled_back)
         self.versions.logged.connect(self._update_header)  # name the version by its title
@@ -366,6 +367,49 @@ class HarnessPage(QWidget):
             item = editor.current()
             if item is not None:
                 self.ctx.settings.setValue("harness/selected", f"{kind}:{item.name}")
+
+    def _set_trust(self, item: Any, trusted: bool) -> None:
+        """Trust (after showing what will run) or withdraw trust in one hook or tool; the
+        store records it by the code's hash, so it holds for every version with that code
+        and the edited harness's flag follows at once (saving is not needed)."""
+        harness = self.session.harness if self.session.doc is not None else None
+        if harness is None:
+            return
+        if trusted:
+            what = "hook" if item.kind == "hook" else "tool"
+            if not dialogs.confirm(
+                self,
+                f"Trust {what} {item.name}?",
+                f"Trusting {what} {item.name} lets HAT run {item.runs} on this machine, "
+                "in every chat, evaluation, data job and training run that uses this "
+                "harness. Trust only code you have read.",
+                ok="Trust",
+                detail=item.detail[:4000],
+            ):
+                return
+
+        copy = harness.model_copy(deep=True)  # the worker must not touch the session's
+
+        def done(_ok: Any) -> None:
+            if self.session.doc is not None:  # the edited harness follows, unsaved edits kept
+                current = self.session.harness
+                found = (
+                    next((h for h in current.hooks if h.name == item.name), None)
+                    if item.kind == "hook"
+                    else current.tool(item.name)
+                )
+                if found is not None:
+                    found.trusted = trusted
+            self.overview.refresh_trust()
+            self.overview.refresh_problems()
+            verb = "trusted" if trusted else "no longer trusted"
+            self.ctx.message.emit("success", f"{item.kind} {item.name} is {verb}")
+
+        self.ctx.run_store(
+            lambda store: store.set_trust(copy, item.kind, item.name, trusted),
+            on_done=done,
+            label="Recording trust",
+        )
 
     def _open_location(self, attr: str, name: str) -> None:
         if not self.tree.select_name(attr, name):
