@@ -849,3 +849,84 @@ def test_stop_cancels_a_slow_reply_and_ab_sides_differ(qapp: Any, hat_home: Path
     finally:
         server.close()
         _shut(win)
+
+
+def test_live_speed_counts_ttft_and_the_decode_rate_of_the_streaming_call() -> None:
+    from studio.logic.live_speed import LiveSpeed
+
+    speed = LiveSpeed(started=10.0)
+    assert speed.text(10.4).startswith("waiting for the first token… 0.4 s")
+    speed.chunk(10.3)
+    assert speed.ttft_s == pytest.approx(0.3) and speed.tokens_per_s is None
+    for i in range(1, 11):
+        speed.chunk(10.3 + i * 0.05)  # 20 tokens a second after the first
+    assert speed.tokens_per_s == pytest.approx(20.0)
+    assert speed.text(11.0) == "TTFT 300 ms · 20.0 tok/s · 11 tok"
+    speed.call_ended(12.0)  # a tool call: the next model call starts
+    assert speed.text(12.5) == "TTFT 300 ms · call 2: waiting… 0.5 s"
+    speed.chunk(13.0)
+    speed.chunk(13.1)
+    assert speed.ttft_s == pytest.approx(0.3)  # the request's first token, kept
+    assert speed.tokens_per_s == pytest.approx(10.0)
+
+
+def test_the_column_shows_live_ttft_and_tok_s_while_a_reply_streams(
+    qapp: Any, hat_home: Path
+) -> None:
+    """#35 item 10: LM Studio's live readout. A test double streams a reply at a known pace
+    (a real server's pace on this machine is not something a test can assert); the column
+    header shows the first-token time and tokens/s as chunks arrive, and clears at the end,
+    when the latency row takes over."""
+    import re
+
+    from tests.studio_helpers import spin, wait_until
+
+    server = _ModelList("model-a")
+    win, page = _open(hat_home)
+    seen: list[str] = []
+
+    class Streaming:
+        async def complete(self, messages: Sequence[Any], **kw: Any) -> Any:
+            from core.runtime.client import ModelReply
+
+            on_delta = kw.get("on_delta")
+            await asyncio.sleep(0.3)
+            words = ["Hi", " there", ",", " link", " 3", " is", " 29.9", "."] * 3
+            for word in words:
+                if on_delta is not None:
+                    on_delta(word)
+                await asyncio.sleep(0.06)
+                seen.append(page.columns["A"].status.text())
+            return ModelReply(content="".join(words))
+
+        async def close(self) -> None:
+            pass
+
+    page.client_factory = lambda _e, _o, _l: Streaming()
+    try:
+        page.attach(server.url)
+        wait_until(lambda: page.servers["A"].state == "running")
+
+        async def scenario() -> None:
+            assert page.ask("how much is link 3?")
+            await asyncio.sleep(0.15)
+            seen.append(page.columns["A"].status.text())
+            for _ in range(400):
+                if not page.busy:
+                    break
+                await asyncio.sleep(0.05)
+
+        _run_qasync(qapp, scenario, 120)
+        spin(50)
+        assert any(t.startswith("waiting for the first token") for t in seen), seen
+        live = [t for t in seen if re.fullmatch(r"TTFT \d+ ms · \d+\.\d tok/s · \d+ tok", t)]
+        assert live, seen
+        ttft = int(live[-1].split()[1])
+        assert 250 <= ttft <= 3000, live
+        rate = float(live[-1].split(" · ")[1].split()[0])
+        assert 2 <= rate <= 40, live  # ~16 tok/s streamed, shown as such, not a chunk count
+        assert page.columns["A"].status.text() == ""  # the latency row took over
+        assert page.columns["A"].turns[-1].latency is not None
+    finally:
+        server.close()
+        _shut(win)

@@ -12,6 +12,7 @@ does not relayout the column once per token.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,6 +27,7 @@ from studio.logic.chat_cards import (
     reply_latency,
     session_summary,
 )
+from studio.logic.live_speed import LiveSpeed
 from studio.widgets.cards import (
     Divider,
     FaultCard,
@@ -157,11 +159,18 @@ class LaneStream(QObject):
 
     posted = Signal(object)
 
+    speed_changed = Signal(str)
+    """The live readout (TTFT, tok/s) while a request streams; "" when it ends."""
+
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.turn: TurnView | None = None
         self._text: list[str] = []
         self._steps = 0
+        self.speed: LiveSpeed | None = None
+        self._tick = QTimer(self)  # the waiting time counts up before the first token
+        self._tick.setInterval(250)
+        self._tick.timeout.connect(self.show_speed)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(FLUSH_MS)
@@ -172,23 +181,39 @@ class LaneStream(QObject):
         self.flush()
         self.turn = turn
         self._steps = 0
+        self.speed = LiveSpeed(time.monotonic()) if turn is not None else None
+        if turn is None:
+            self.stop_speed()
+        else:
+            self._tick.start()
+            self.show_speed()
 
-    # callbacks: any thread
+    def stop_speed(self) -> None:
+        """The request ended: the readout gives way to the latency row."""
+        self._tick.stop()
+        self.speed = None
+        self.speed_changed.emit("")
+
+    # callbacks: any thread (a chunk is stamped when it arrives, not when it is shown)
     def delta(self, text: str) -> None:
-        self.posted.emit(("delta", text))
+        self.posted.emit(("delta", (text, time.monotonic())))
 
     def step(self, step: Step) -> None:
-        self.posted.emit(("step", step))
+        self.posted.emit(("step", (step, time.monotonic())))
 
     @Slot(object)
     def _receive(self, item: tuple[str, Any]) -> None:
-        kind, payload = item
+        kind, (payload, at) = item
         if kind == "delta":
             self._text.append(payload)
+            if self.speed is not None:
+                self.speed.chunk(at)
             if not self._timer.isActive():
                 self._timer.start()
             return
         self.flush()
+        if self.speed is not None and isinstance(payload, ModelCallStep):
+            self.speed.call_ended(at)
         if self.turn is not None:
             self.turn.step(payload, self._steps)
         self._steps += 1
@@ -198,6 +223,11 @@ class LaneStream(QObject):
         if self._text and self.turn is not None:
             self.turn.delta("".join(self._text))
         self._text = []
+        self.show_speed()
+
+    def show_speed(self) -> None:
+        if self.speed is not None:
+            self.speed_changed.emit(self.speed.text(time.monotonic()))
 
 
 class ChatColumn(QFrame):
@@ -253,6 +283,7 @@ class ChatColumn(QFrame):
         lay.addWidget(self.stats)
 
         self.stream = LaneStream(self)
+        self.stream.speed_changed.connect(self._show_speed)
         self.turns: list[TurnView] = []
         self._stick = True
         bar = self.scroll.verticalScrollBar()
@@ -275,6 +306,15 @@ class ChatColumn(QFrame):
 
     def set_status(self, text: str) -> None:
         self.status.setText(text)
+        if not text:  # the request ended
+            self.stream.stop_speed()
+        elif self.stream.speed is not None:  # a request streams: its live readout wins
+            self.stream.show_speed()
+
+    def _show_speed(self, text: str) -> None:
+        """While a request streams the header shows its live TTFT and tok/s."""
+        if text:
+            self.status.setText(text)
 
     def begin_turn(self, message: str, meta: str = "") -> TurnView:
         turn = TurnView(message, meta)
