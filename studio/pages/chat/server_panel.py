@@ -35,6 +35,7 @@ from studio.logic.chat_server import (
     ServerRequest,
     problem_from_exception,
 )
+from studio.logic.model_labels import model_facts, model_tooltip
 from studio.logic.servers import ServerStatus
 from studio.widgets.common import Banner, Segmented, button, label, repolish
 
@@ -100,6 +101,13 @@ class ServerPanel(QFrame):
         grid.setVerticalSpacing(6)
         self.model = QComboBox()
         self.model.setMinimumWidth(150)
+        # the facts beside each name (size, precision, origin) must not widen the card: the
+        # closed combo elides, the open list shows them whole
+        self.model.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.model.setMinimumContentsLength(16)
+        self.model.view().setTextElideMode(Qt.TextElideMode.ElideNone)
         self.adapter = QComboBox()
         self.port = QSpinBox()
         self.port.setRange(0, 65535)
@@ -196,7 +204,10 @@ class ServerPanel(QFrame):
         self.model.clear()
         for record in choices.models:
             kind = "" if record.kind == "base" else f" ({record.kind})"
-            self.model.addItem(f"{record.name}{kind}", record.name)
+            self.model.addItem(f"{record.name}{kind} — {model_facts(record)}", record.name)
+            self.model.setItemData(
+                self.model.count() - 1, model_tooltip(record), Qt.ItemDataRole.ToolTipRole
+            )
         if not choices.models:
             self.model.addItem("No model registered", None)
         idx = self.model.findData(current)
