@@ -169,6 +169,9 @@ class ServerPanel(QFrame):
         self.log.setWordWrap(True)
         self.log.hide()
         lay.addWidget(self.log)
+        self._live_log = QTimer(self)  # a started server's log, followed while shown
+        self._live_log.setInterval(1000)
+        self._live_log.timeout.connect(self._follow_log)
 
         self.engine.changed.connect(lambda _v: self._engine_changed())
         self.model.currentIndexChanged.connect(lambda _i: self._fill_adapters())
@@ -444,6 +447,24 @@ class ServerPanel(QFrame):
     def _toggle_log(self, on: bool) -> None:
         self.log.setVisible(on)
         self.log_toggle.setText("Hide server log" if on else "Show server log")
+        if on and self._log_is_live():
+            self._follow_log()
+            self._live_log.start()
+        else:
+            self._live_log.stop()
+
+    def _log_is_live(self) -> bool:
+        """A server this card started is starting or running: its log can be followed."""
+        return self.state in ("starting", "running") and self.server.managed
+
+    def _follow_log(self) -> None:
+        """The log's last lines, as the engine writes them (LM Studio's server log)."""
+        if not self._log_is_live():
+            self._live_log.stop()
+            return
+        text = self.server.log_tail(40)
+        if text != self.log.text():
+            self.log.setText(text)
 
     # ------------------------------------------------------------------ state
 
@@ -464,6 +485,10 @@ class ServerPanel(QFrame):
         else:
             self._poll.stop()
         self.endpoint_line.setVisible(state == "running")
+        if self._log_is_live():  # the log can be opened while the server starts and runs
+            self.log_toggle.show()
+            if self.log_toggle.isChecked():
+                self._live_log.start()
         self._update_buttons()
         endpoint = self.endpoint
         self.ctx.set_server(
