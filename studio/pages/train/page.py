@@ -716,7 +716,7 @@ class TrainPage(QWidget):
             return
         good = theme.color("success")
         self.check_text.setText(
-            f"<span style='color:{good}; font-weight:600'>✓ Ready to start</span><br>"
+            f"<span style='color:{good}; font-weight:600'>Ready to start</span><br>"
             f"<span style='color:{theme.color('text-muted')}'>{_html(plan)}</span>"
         )
 
