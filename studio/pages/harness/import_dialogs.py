@@ -195,7 +195,12 @@ class ImportHooksDialog(_PasteDialog):
         _fill(
             self.table,
             [
-                [r.name, r.event, r.matcher, r.command + "".join(f"\nProblem: {x}" for x in r.problems)]
+                [
+                    r.name,
+                    r.event,
+                    r.matcher,
+                    r.command + "".join(f"\nProblem: {x}" for x in r.problems),
+                ]
                 for r in p.rows
             ],
         )
