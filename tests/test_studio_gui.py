@@ -151,6 +151,14 @@ def test_edit_skill_undo_redo_and_save_version(studio, hat_home: Path, monkeypat
         skill = store.load("staging", "live-host").skill("coupon-push")
     assert skill is not None and skill.body.endswith("Never offer a second coupon.")
 
+    # Ctrl+S with nothing changed offers no identical version (#35 item 9)
+    asked: list[object] = []
+    monkeypatch.setattr(dialogs, "ask_save", lambda *a, **k: asked.append(a) or None)
+    studio.save_action.trigger()
+    idle()
+    assert asked == [] and len(store_log(hat_home)) == len(log)
+    assert "No changes since version" in studio.toast.text.text()
+
 
 def test_skill_field_errors_are_inline_and_block_saving(studio, hat_home: Path) -> None:  # type: ignore[no-untyped-def]
     page = studio.harness_page

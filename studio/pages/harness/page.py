@@ -558,6 +558,10 @@ class HarnessPage(QWidget):
         if blockers:
             self._show_blockers(blockers)
             return False
+        if message is None and not self.session.dirty and doc.version_id:
+            # Ctrl+S with nothing changed: say so instead of offering an identical version
+            self.ctx.message.emit("info", f"No changes since version {doc.version_id[:10]}")
+            return False
         if message is None:
             labels = sorted({"production", "staging", *self.versions.all_labels()})
             changes = self.session.change_count()
