@@ -680,6 +680,38 @@ def test_balanced_rows_give_every_category_the_largest_ones_count(
     assert out == balance_rows(rows, seed=seed, original_weight=weight)
 
 
+@given(
+    tasks=st.dictionaries(st.sampled_from(["price", "spec", "stock", "after_sales", "chit_chat"]),
+                          st.integers(1, 6), min_size=2),
+    seed=st.integers(0, 1000),
+)  # fmt: skip
+@settings(max_examples=60, deadline=None)
+def test_balanced_by_skill_gives_every_original_reply_skill_the_same_count(
+    tasks: dict[str, int], seed: int
+) -> None:
+    """Rows are grouped by the skill their task loads under the original harness: a variant
+    row that loads a renamed skill counts as that skill."""
+    from core.train.data import balance_rows
+
+    skill_of = {"price": "product-qa", "spec": "product-qa", "stock": "product-qa",
+                "after_sales": "after-sales", "chit_chat": "chit-chat"}  # fmt: skip
+    rows = []
+    for category, n in tasks.items():
+        for t in range(n):
+            for v in range(4):  # the original and three variants, the skill renamed in each
+                row = _row(category, v, skill=skill_of[category] if v == 0 else f"x{t}{v}")
+                row["key"] = f"{category}-{t}-{v}"
+                row["task_id"] = f"{category}-{t}"
+                rows.append(row)
+    out = balance_rows(rows, seed=seed, by_category=False, by_skill=True)
+    per_skill = Counter(skill_of[r["category"]] for r in out)
+    assert len(set(per_skill.values())) == 1, per_skill
+    wanted = Counter(skill_of[c] for c, n in tasks.items() for _ in range(4 * n))
+    assert set(per_skill.values()) == {max(wanted.values())}
+    assert {r["key"] for r in out} == {r["key"] for r in rows}
+    assert out == balance_rows(rows, seed=seed, by_category=False, by_skill=True)
+
+
 def test_row_shares_count_the_skill_loads_not_other_name_arguments() -> None:
     from core.train.data import row_shares
 

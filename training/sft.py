@@ -141,10 +141,10 @@ def run(config: SftConfig, ctx: StageContext) -> str:
     device = resolve_device(config)
     tokenizer = load_tokenizer(config.model)
     rows = loaded.rows
-    if config.balance_categories or config.original_weight > 1:
+    if config.balance_categories or config.balance_skills or config.original_weight > 1:
         rows = balance_rows(
             rows, seed=config.seed, by_category=config.balance_categories,
-            original_weight=config.original_weight,
+            original_weight=config.original_weight, by_skill=config.balance_skills,
         )  # fmt: skip
         ctx.info(rows_balanced=len(rows))
     ctx.info(shares=row_shares(rows))

@@ -246,6 +246,12 @@ class SftConfig(StageBase):
         description="Repeat rows of smaller categories until every category has as many rows "
         "as the largest (a minority category and its reply skill stay in the batches).",
     )
+    balance_skills: bool = Field(
+        default=False,
+        description="Repeat rows of the reply skills that serve fewer tasks (grouped by the "
+        "skill a task loads under the original harness) until every reply skill has as many "
+        "rows as the most used one.",
+    )
     original_weight: int = Field(
         default=1,
         ge=1,

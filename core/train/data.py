@@ -153,7 +153,7 @@ def row_shares(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 def balance_rows(
     rows: Sequence[dict[str, Any]], *, seed: int = 0, by_category: bool = True,
-    original_weight: int = 1,
+    original_weight: int = 1, by_skill: bool = False,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """`rows` reweighted so that no category or harness surface fades out of training:
 
@@ -163,7 +163,12 @@ def balance_rows(
     - `by_category`: rows of smaller categories are repeated (whole passes over the category,
       then a seeded draw for the remainder) until every category has as many rows as the
       largest, so a minority category — and the reply skill it needs — is as frequent in the
-      batches as the majority's.
+      batches as the majority's;
+    - `by_skill`: the same, with rows grouped by the reply skill their task loads under the
+      original harness (a variant's renamed skill counts as the skill it renames), so a skill
+      that serves one category is as frequent as one that serves three (the live room's
+      product-qa answers price, spec and stock: 60 % of the rows, and the skill a model
+      falls back to when it cannot tell which one an ask needs).
 
     Deterministic in `seed`; the order is interleaved round-robin over categories (seeded
     within each), so even an unshuffled pass sees every category early."""
@@ -172,15 +177,25 @@ def balance_rows(
     weighted: list[dict[str, Any]] = []
     for row in rows:
         weighted.extend([row] * (original_weight if _is_original(row) else 1))
+    original_skills = {
+        str(row.get("task_id")): "+".join(reply_skills(row)) for row in rows if _is_original(row)
+    }
+
+    def key(row: dict[str, Any]) -> str:
+        if by_skill:
+            found = original_skills.get(str(row.get("task_id")))
+            return found if found is not None else "+".join(reply_skills(row))
+        return _category(row)
+
     by: dict[str, list[dict[str, Any]]] = {}
     for row in weighted:
-        by.setdefault(_category(row), []).append(row)
+        by.setdefault(key(row), []).append(row)
     rng = random.Random(f"balance:{seed}")
     target = max((len(v) for v in by.values()), default=0)
     groups: list[list[dict[str, Any]]] = []
     for name in sorted(by):
         group = list(by[name])
-        if by_category and len(group) < target:
+        if (by_category or by_skill) and len(group) < target:
             whole, rest = divmod(target, len(group))
             group = group * whole + rng.sample(group, rest)
         rng.shuffle(group)

@@ -30,7 +30,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     for title, names in {
         "Model": "model name adapter teacher output_name method merge",
         "Data": "data max_length loss_on system_prompt max_rows packing balance_categories "
-        "original_weight prompts max_prompts "
+        "balance_skills original_weight prompts max_prompts "
         "tasks per_category task_seed harness sampler turn groups",
         "Optimisation": "max_steps epochs per_device_batch_size global_batch_size "
         "gradient_accumulation_steps learning_rate lr_scheduler warmup_ratio weight_decay "
