@@ -50,8 +50,10 @@ def open_studio(  # type: ignore[no-untyped-def]
     size: tuple[int, int] | None = (1280, 820),
     theme_name: str | None = "light",
     timeout: float = 90,
+    settle: float = 60,
 ):
-    """A real studio window on the workspace `home`, its store open and its jobs finished."""
+    """A real studio window on the workspace `home`, its store open and its jobs finished
+    (within `settle` seconds)."""
     from studio.app import create_window
     from studio.workspace import InstanceGuard
 
@@ -62,7 +64,7 @@ def open_studio(  # type: ignore[no-untyped-def]
         win.resize(*size)
     win.show()
     wait_until(lambda: win.ctx.session.doc is not None, timeout=timeout)
-    idle()
+    idle(settle)
     return win
 
 

@@ -39,7 +39,7 @@ def _offered(win: Any) -> dict[str, str]:
     }
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_first_start_registers_the_demo_for_every_page_once(
     qapp: Any, hat_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -47,9 +47,8 @@ def test_first_start_registers_the_demo_for_every_page_once(
     from tests.studio_helpers import idle, open_studio, shut, wait_until
 
     monkeypatch.setenv(DEMO_IMPORT_ENV, "1")
-    win = open_studio(hat_home, timeout=120)
+    win = open_studio(hat_home, timeout=120, settle=600)  # the import job, ~30 s here
     try:
-        idle(timeout=300)  # the import job
         with Store.open() as store:
             names = [r.name for r in list_models(store)]
         assert names == [DEMO_MODEL_NAME]
