@@ -189,9 +189,13 @@ def changes_between(store: Store, from_id: str, to_id: str) -> list[ComponentCha
     """The store diff as components, one change per component: a renamed one (found by the
     store as git finds renames: a shared binding or role, else alike content) is one
     `renamed` change naming its old name, whatever else its files changed."""
+    diffs = store.diff(from_id, to_id)
+    renamed_away = {(d.component, d.old_name) for d in diffs if d.change == "renamed"}
     out: dict[tuple[str, str], ComponentChange] = {}
-    for d in store.diff(from_id, to_id):
+    for d in diffs:
         key = (d.component, d.name)
+        if key in renamed_away:  # a file only the old one had: part of the one rename
+            continue
         if key in out and out[key].change == "renamed":
             continue
         if d.change == "renamed" or key not in out:
