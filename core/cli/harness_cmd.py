@@ -189,7 +189,6 @@ def import_(
 ) -> None:
     """Store a harness folder as a new immutable version."""
     harness = _read(path, trust)
-    _print_warnings(harness)
     if any(t.binding.startswith("python:") for t in harness.tools):
         from core.harness.folder import remember_python_roots
 
@@ -198,6 +197,7 @@ def import_(
         info = store.commit(harness, message, tag=tag or None)
         # trust stored at an earlier import carries over: report what the version loads as
         harness = store.load(info.id)
+    _print_warnings(harness)  # after the load: trust granted earlier is no warning
     console.print(f"stored {esc(info.harness_name)} version [bold]{info.id[:12]}[/bold]")
     untrusted = [h.name for h in harness.hooks if h.kind.value == "python" and not h.trusted]
     if untrusted:
