@@ -73,6 +73,9 @@ def test_bundled_profiles_load_with_matched_budgets(name: str) -> None:
     assert fixed.per_device_batch_size == hat.sft.per_device_batch_size
     assert fixed.learning_rate == hat.sft.learning_rate
     assert profile.eval.edit <= profile.eval.ls_qa  # "before the edit" reuses LS-QA rows
+    # the plain baseline: HSA's reweighting options are HAT's only
+    assert not fixed.balance_skills and not fixed.balance_categories
+    assert fixed.original_weight == 1
 
 
 def test_profile_errors_name_the_field() -> None:

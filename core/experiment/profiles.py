@@ -213,8 +213,19 @@ class Profile(_Model):
         return self.data.seed
 
     def fixed_sft(self) -> SftConfig:
-        """HAT's SFT settings with HAT's total step count (module doc: matched budgets)."""
-        return self.hat.sft.model_copy(update={"max_steps": self.hat.total_steps, "merge": True})
+        """HAT's SFT settings with HAT's total step count (module doc: matched budgets), on
+        its rows as they are: the reweighting options exist for HSA's K-variant data (a
+        renamed skill's slivers, the original harness's share), and fixed-harness SFT stays
+        the plain baseline the method is compared with."""
+        return self.hat.sft.model_copy(
+            update={
+                "max_steps": self.hat.total_steps,
+                "merge": True,
+                "balance_categories": False,
+                "balance_skills": False,
+                "original_weight": 1,
+            }
+        )
 
 
 class FieldProblems(ValueError):
