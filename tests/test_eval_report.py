@@ -302,27 +302,51 @@ def test_counts_add_up(items: list[tuple[Suite, int, float, str]]):
         assert all(f.infra == (f.kind in ("timeout", "model_error", "crash")) for f in s.failures)
 
 
-def test_rows_stored_before_the_error_status_read_as_errors():
-    """A row stored as failed with an infrastructure reason (before the error status
-    existed) loads as an error, so old runs' scores leave it out too; a model failure stays."""
-    old = {"suite": "ls-qa", "task_id": "t", "score": 0.0, "passed": False, "status": "failed"}
-    assert EvalResult.model_validate({**old, "reason": "timeout: 600 s"}).status is (
-        ResultStatus.ERROR
-    )
-    assert EvalResult.model_validate({**old, "reason": "max_turns: 8"}).status is (
-        ResultStatus.FAILED
-    )
-    report = build_report(
-        [
-            EvalResult.model_validate({**old, "reason": "model_error: refused"}),
-            agent_row(Suite.LS_QA, "t2", 1.0),
-        ],
-        resamples=50,
-    )
+def test_rows_stored_before_the_error_status_are_migrated_to_errors(tmp_path: Path) -> None:
+    """A store at revision 0004 holds rows that recorded a server error, a timeout or a crash
+    as `failed`; opening it migrates them to `error` (counted apart, left out of the score),
+    and a model failure stays `failed`."""
+    import sqlalchemy as sa
+    from alembic import command
+
+    from core.eval.store import get_run, load_results
+    from core.store import Store
+    from core.store.db import alembic_config, make_engine
+
+    path = tmp_path / "old.db"
+    at = "2026-12-01T00:00:00.000000Z"
+    engine = make_engine(path)
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "0004")
+        conn.execute(sa.text(
+            "INSERT INTO eval_runs (pk, id, status, request, fingerprint, model, harness, "
+            "total, created_at) VALUES (1, 'ev-old', 'done', :request, 'f', 'm', 'h', 4, :at)"
+        ), {"request": json.dumps({"model": "m", "suites": ["ls-qa"]}), "at": at})  # fmt: skip
+        for i, (status, reason) in enumerate([
+            ("failed", "model_error: connection refused"), ("failed", "timeout"),
+            ("failed", "max_turns: 8"), ("ok", None),
+        ]):  # fmt: skip
+            conn.execute(sa.text(
+                "INSERT INTO eval_results (run_pk, item_key, suite, task_id, sample, score, "
+                "passed, status, reason, grades, created_at) VALUES (1, :key, 'ls-qa', :task, "
+                "0, :score, :passed, :status, :reason, '{}', :at)"
+            ), {"at": at, "key": f"k{i}", "task": f"t{i}", "score": float(status == "ok"),
+                "passed": status == "ok", "status": status, "reason": reason})  # fmt: skip
+    engine.dispose()
+    with Store.open(path) as store:
+        rows = load_results(store, "ev-old")
+        run = get_run(store, "ev-old")
+    assert [r.status for r in rows] == [
+        ResultStatus.ERROR,
+        ResultStatus.ERROR,
+        ResultStatus.FAILED,
+        ResultStatus.OK,
+    ]
+    assert (run.failed, run.errors) == (1, 2)
+    report = build_report(rows, resamples=50)
     ls = report.suite(Suite.LS_QA)
-    assert ls is not None and ls.errors == 1 and ls.score is not None and ls.score.mean == 1.0
-    text = report_markdown(report)
-    assert "model_error (infrastructure, not scored)" in text
+    assert ls is not None and ls.errors == 2 and ls.score is not None and ls.score.mean == 0.5
+    assert "model_error (infrastructure, not scored)" in report_markdown(report)
 
 
 def test_report_modules_import_no_plotting_or_torch():

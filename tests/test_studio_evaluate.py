@@ -213,14 +213,20 @@ def test_hv_of_your_tasks_runs_a_task_file_under_heldout_variants(studio) -> Non
     assert {r.suite.value for r in rows} == {"hv-tasks"} and all(r.dimension for r in rows)
 
 
-def test_stop_keeps_items_and_resume_finishes_the_run(studio) -> None:  # type: ignore[no-untyped-def]
+def _oracle_ls_qa_form(studio, limit: int):  # type: ignore[no-untyped-def]
+    """The Evaluate page's Run form set to the oracle on `limit` LS-QA items: (page, form)."""
     page = evaluate_page(studio)
     page.show_tab("run")
     run = page.run
     run.picker.select("oracle")
     for key, b in run.suite_buttons.items():
         b.setChecked(key == "ls-qa")
-    run.limit.setValue(30)
+    run.limit.setValue(limit)
+    return page, run
+
+
+def test_stop_keeps_items_and_resume_finishes_the_run(studio) -> None:  # type: ignore[no-untyped-def]
+    page, run = _oracle_ls_qa_form(studio, 30)
     run.progressed.connect(lambda p: p.done >= 2 and run.stop())
     run.start()
     wait_until(lambda: run.result is not None, timeout=120)
@@ -247,13 +253,7 @@ def test_infrastructure_errors_show_apart_and_retry_reruns_only_them(studio) -> 
     from core.eval.api import load_results
     from core.eval.store import add_result
 
-    page = evaluate_page(studio)
-    page.show_tab("run")
-    run = page.run
-    run.picker.select("oracle")
-    for key, b in run.suite_buttons.items():
-        b.setChecked(key == "ls-qa")
-    run.limit.setValue(3)
+    page, run = _oracle_ls_qa_form(studio, 3)
     run.call_timeout.setValue(30)
     run.item_timeout.setValue(45)
     assert "--call-timeout 30 --item-timeout 45" in run.launch().command()
@@ -407,7 +407,7 @@ def test_item_rows_explain_what_went_wrong() -> None:
                 task_id="t3",
                 score=0.5,
                 passed=False,
-                status=ResultStatus.FAILED,
+                status=ResultStatus.ERROR,
                 reason="model_error: cannot reach the server",
             ),
         ]

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from core.eval.results import EvalResult, ResultStatus, Suite, failure_kind
+from core.eval.results import INFRA_FAILURES, EvalResult, ResultStatus, Suite, failure_kind
 from core.eval.types import ClientFactory, EvalItem, EvalRequest
 from core.runtime.client import ChatClient, Message
 from core.runtime.trace import ModelCallStep, Trace, TraceStatus
@@ -145,6 +145,9 @@ class ItemContext:
 def failed_result(
     item: EvalItem, reason: str, trace: Trace | None = None, **extra: Any
 ) -> EvalResult:
+    """The row of an item that could not be completed: `error` when the reason's kind is an
+    infrastructure one (results.INFRA_FAILURES), else `failed` (the model's doing)."""
+    infra = failure_kind(reason) in INFRA_FAILURES
     fields: dict[str, Any] = {
         "suite": item.suite,
         "task_id": item.task_id,
@@ -154,7 +157,7 @@ def failed_result(
         "category": item.category,
         "score": 0.0,
         "passed": False,
-        "status": ResultStatus.FAILED,
+        "status": ResultStatus.ERROR if infra else ResultStatus.FAILED,
         "reason": reason,
         "trace_id": trace.request_id if trace is not None else None,
         "latency_s": trace.e2e_s if trace is not None else None,

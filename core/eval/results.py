@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class Suite(StrEnum):
@@ -102,19 +102,6 @@ class EvalResult(BaseModel):
     reason: str | None = None
     trace_id: str | None = None
     latency_s: float | None = Field(default=None, description="Agent end-to-end seconds.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _infra_is_error(cls, data: Any) -> Any:
-        """A failed row whose reason is an infrastructure kind is an error row: rows stored
-        before the error status existed read the same way as new ones."""
-        if (
-            isinstance(data, dict)
-            and str(data.get("status", "")) == ResultStatus.FAILED.value
-            and failure_kind(data.get("reason")) in INFRA_FAILURES
-        ):
-            data = {**data, "status": ResultStatus.ERROR}
-        return data
 
     @property
     def key(self) -> tuple[str, str, int | None, int]:

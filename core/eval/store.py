@@ -17,10 +17,10 @@ import secrets
 import zlib
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, case, delete, func, insert, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from core.eval.results import INFRA_FAILURES, EvalResult, ResultStatus, Suite
+from core.eval.results import EvalResult, ResultStatus, Suite
 from core.eval.types import EvalRequest, EvalRun, RunStatus
 from core.store.db import resolve_id, transaction
 from core.store.errors import StoreError
@@ -54,22 +54,13 @@ Counts = tuple[int, int, int, int]
 
 
 def _counts(conn: Connection, pks: list[int] | None = None) -> dict[int, Counts]:
-    """run pk -> Counts. A row is an error when its status is `error`, or `failed` with an
-    infrastructure reason (rows stored before the error status: results.EvalResult reads
-    them the same way)."""
-    infra = or_(
-        EvalResultRow.status == ResultStatus.ERROR.value,
-        and_(
-            EvalResultRow.status == ResultStatus.FAILED.value,
-            or_(*(EvalResultRow.reason.like(f"{kind}:%") for kind in sorted(INFRA_FAILURES))),
-        ),
-    )
+    """run pk -> Counts."""
     query = select(
         EvalResultRow.run_pk,
         func.count(),
         func.sum(case((EvalResultRow.passed.is_(True), 1), else_=0)),
-        func.sum(case((infra, 0), (EvalResultRow.status == ResultStatus.FAILED.value, 1), else_=0)),
-        func.sum(case((infra, 1), else_=0)),
+        func.sum(case((EvalResultRow.status == ResultStatus.FAILED.value, 1), else_=0)),
+        func.sum(case((EvalResultRow.status == ResultStatus.ERROR.value, 1), else_=0)),
     ).group_by(EvalResultRow.run_pk)
     if pks is not None:
         query = query.where(EvalResultRow.run_pk.in_(pks))
