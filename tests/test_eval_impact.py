@@ -317,3 +317,41 @@ def test_cli_impact(hat_home: Path) -> None:
     assert text.exit_code == 0 and RENAMED in text.output
     bad = runner.invoke(app, ["eval", "impact", "--from", "nope", "--to", "staging"])
     assert bad.exit_code == 1 and "harness version" in bad.output
+
+
+def test_no_two_demo_tools_are_alike_enough_to_pass_for_a_rename() -> None:
+    """The threshold's margin (core/store/renames.py): every pair of different demo tools,
+    one named as the other, scores under RENAME_SIMILARITY; a renamed tool with a reworded
+    description scores over it."""
+    from core.harness.folder import folder_files
+    from core.store.harness_versions import ComponentDiff
+    from core.store.renames import RENAME_SIMILARITY, _boilerplate, _similarity
+
+    harness = load_demo_harness()
+    files = folder_files(harness)
+    tools = sorted(p for p in files if p.startswith("tools/"))
+    boiler = _boilerplate([harness])["tool"]
+
+    def side(path: str, text: str, *, old: bool) -> list[ComponentDiff]:
+        name = path.removeprefix("tools/").removesuffix(".json")
+        change = "removed" if old else "added"
+        old_text, new_text = (text, None) if old else (None, text)
+        return [ComponentDiff(path, "tool", name, change, old_text, new_text, "")]
+
+    def name(path: str) -> str:
+        return path.removeprefix("tools/").removesuffix(".json")
+
+    worst = max(
+        _similarity(name(a), side(a, files[a], old=True), name(b),
+                    side(b, files[b], old=False), boiler)
+        for a in tools for b in tools if a != b
+    )  # fmt: skip
+    assert worst < RENAME_SIMILARITY, worst
+    reworded = files["tools/get_size_chart.json"].replace(
+        "The product's size chart", "Size chart of a product, with"
+    )
+    renamed = reworded.replace("get_size_chart", "size_chart_v2")
+    before = side("tools/get_size_chart.json", files["tools/get_size_chart.json"], old=True)
+    after = side("tools/size_chart_v2.json", renamed, old=False)
+    score = _similarity("get_size_chart", before, "size_chart_v2", after, boiler)
+    assert score >= RENAME_SIMILARITY, score

@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 
 RENAME_SIMILARITY = 0.6
 """A removed and an added component of one kind whose words (names and boilerplate aside) are
-at least this alike are one rename. git's default is 50 % of lines; on the demo harness the
-most alike two different tools score 0.55 by this measure, a renamed tool with a reworded
-description 0.9."""
+at least this alike are one rename. git's default is 50 % of lines; on the demo harness no two
+different tools reach it by this measure, and a renamed tool with a reworded description does
+(tests/test_eval_impact.py, `test_no_two_demo_tools_are_alike_enough_to_pass_for_a_rename`)."""
 
 RENAMABLE = ("tool", "skill", "hook", "prompt")
 
