@@ -39,6 +39,20 @@ def test_models_add_list_remove(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     result = runner.invoke(app, ["models", "list"], env={"COLUMNS": "200"})
     assert "base" in result.output and "adapter" in result.output and "folder" in result.output
+    # a merged copy (registered as a run with merge: true registers it) sits under its adapter
+    runner.invoke(app, ["models", "add", "other", str(fake_model_folder(tmp_path / "o"))])
+    from core.models import register_merged
+    from core.store import Store
+
+    with Store.open() as store:
+        register_merged(store, "sft-merged", fake_model_folder(tmp_path / "mg"), base="base")
+    result = runner.invoke(app, ["models", "list"], env={"COLUMNS": "200"})
+    rows = [line.split()[:2] for line in result.output.splitlines()[1:] if line.strip()]
+    assert rows == [["base", "base"], ["sft", "adapter"], ["sft-merged", "merged"],
+                    ["other", "base"]], result.output  # fmt: skip
+    assert "merged copy" in result.output
+    assert runner.invoke(app, ["models", "remove", "sft-merged"]).exit_code == 0
+    assert runner.invoke(app, ["models", "remove", "other"]).exit_code == 0
     result = runner.invoke(app, ["models", "remove", "base"])
     assert result.exit_code == 1 and "is the base of sft" in flat(result.output)
     assert runner.invoke(app, ["models", "remove", "sft"]).exit_code == 0

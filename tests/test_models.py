@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core.models import (
     DEMO_MODEL_NAME,
@@ -17,8 +19,10 @@ from core.models import (
     check_model_folder,
     find_demo_gguf,
     get,
+    group_models,
     import_gguf,
     list_models,
+    merge_source,
     register_adapter,
     register_merged,
     remove,
@@ -26,6 +30,7 @@ from core.models import (
 from core.models import registry as registry_module
 from core.paths import models_dir
 from core.store import Store
+from core.store.serving import ModelRecord
 from tests.test_serving_support import demo_model, fake_adapter_folder, fake_model_folder
 
 
@@ -206,3 +211,66 @@ def test_removing_an_imported_model_deletes_its_folder(store: Store) -> None:
     )
     remove(store, "copy")
     assert not target.exists()
+
+
+def _record(name: str, kind: str, base: str | None = None, **meta: str) -> ModelRecord:
+    return ModelRecord(name=name, kind=kind, source="training", location=f"/m/{name}",
+                       base=base, meta=dict(meta))  # fmt: skip
+
+
+def test_merged_copies_are_grouped_under_their_adapter() -> None:
+    """#35 item 9: a training run's `<adapter>-merged` and a copy merged on demand (meta
+    `adapter`) are told beside their adapter, not listed as models; a merged model whose adapter
+    is gone, or that is no adapter's copy, stays a model."""
+    records = [
+        _record("demo", "base"),
+        _record("other", "base"),
+        _record("sft-1", "adapter", "demo"),
+        _record("sft-1-merged", "merged", "demo", run="sft-x"),  # registered by its run
+        _record("rl-2", "adapter", "demo"),
+        _record("rl-2-merged", "merged", "demo", adapter="rl-2"),  # merged on first use
+        _record("gone-merged", "merged", "demo"),  # its adapter was removed
+        _record("full-ft", "merged", "demo", run="sft-y"),  # a full fine-tune's output
+        _record("x-merged", "merged", "other"),  # named like a copy, another base
+        _record("x", "adapter", "demo"),
+    ]
+    grouped = group_models(records)
+    assert [r.name for r in grouped.models] == ["demo", "other", "gone-merged", "full-ft",
+                                                "x-merged"]  # fmt: skip
+    assert {a: c.name for a, c in grouped.copies.items()} == {
+        "sft-1": "sft-1-merged",
+        "rl-2": "rl-2-merged",
+    }
+    assert [a.name for a in grouped.adapters["demo"]] == ["sft-1", "rl-2", "x"]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["base", "adapter", "merged"]),
+            st.sampled_from(["a", "b", "c", "a-merged", "b-merged", "c-merged", "m"]),
+            st.sampled_from(["b0", "b1"]),
+            st.sampled_from([None, "a", "b", "zz"]),
+        ),
+        max_size=14,
+    )
+)
+def test_grouping_keeps_every_record_once(rows: list[tuple[str, str, str, str | None]]) -> None:
+    records: list[ModelRecord] = [_record("b0", "base"), _record("b1", "base")]
+    for kind, name, base, adapter in rows:
+        meta = {"adapter": adapter} if adapter and kind == "merged" else {}
+        records.append(_record(name, kind, None if kind == "base" else base, **meta))
+    names = [r.name for r in records]
+    records = [r for i, r in enumerate(records) if r.name not in names[:i]]  # names are unique
+    grouped = group_models(records)
+    shown = [*grouped.models, *(a for g in grouped.adapters.values() for a in g),
+             *grouped.copies.values()]  # fmt: skip
+    assert sorted(r.name for r in shown) == sorted(r.name for r in records)
+    adapters = {r.name: r for r in records if r.kind == "adapter"}
+    for adapter, copy in grouped.copies.items():
+        assert copy.kind == "merged" and adapters[adapter].base == copy.base
+        assert merge_source(copy, adapters) == adapter
+    for record in grouped.models:
+        assert record.kind != "adapter"
+        source = merge_source(record, adapters)
+        assert source is None or grouped.copies[source].name != record.name

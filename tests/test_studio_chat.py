@@ -229,6 +229,28 @@ def test_harness_choices_list_every_stored_version(tmp_path: Path) -> None:
     assert choices[1].label == f"live-host @ {one.id[:10]} · production"
 
 
+def test_model_pickers_group_merged_copies_under_their_adapter(tmp_path: Path) -> None:
+    """#35 item 9: Chat's and Evaluate's pickers list bases and models, not each adapter's
+    merged copy; Chat's adapter list says which adapter has one."""
+    from core.models import add_folder, register_adapter, register_merged
+    from studio.logic import eval_view
+    from studio.logic.chat_server import model_choices
+    from tests.test_serving_support import fake_adapter_folder, fake_model_folder
+
+    with Store.open(tmp_path / "hat.db") as store:
+        add_folder(store, "demo", fake_model_folder(tmp_path / "demo"))
+        register_adapter(store, "sft-1", fake_adapter_folder(tmp_path / "a"), base="demo")
+        register_merged(store, "sft-1-merged", fake_model_folder(tmp_path / "m"), base="demo")
+        register_merged(store, "full", fake_model_folder(tmp_path / "f"), base="demo")
+        chat = model_choices(store)
+        evaluate = eval_view.model_choices(store)
+    assert [r.name for r in chat.models] == ["demo", "full"]
+    assert [r.name for r in chat.adapters["demo"]] == ["sft-1"]
+    assert chat.copies["sft-1"].name == "sft-1-merged"
+    models = [c for c in evaluate if c.kind == "model"]
+    assert [(c.key, c.adapters) for c in models] == [("demo", ("sft-1",)), ("full", ())]
+
+
 # ----------------------------------------------------------------------------- viewer stream
 
 

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from core.cli.common import cell, console, esc, fail, open_store
+from core.store.serving import ModelRecord
 
 app = typer.Typer(help="Model registry: base models, imported GGUF files, adapters.")
 
@@ -88,21 +89,30 @@ def _run_import(label: str, fn: Any) -> Any:
 
 @app.command("list")
 def list_cmd() -> None:
-    """Every registered model."""
-    from core.models import list_models
+    """Every registered model; an adapter's merged copy right under its adapter."""
+    from core.models import group_models, list_models
 
     with open_store() as store:
         records = list_models(store)
+    copies = group_models(records).copies
+    copied = {c.name for c in copies.values()}
+    ordered: list[tuple[str, ModelRecord]] = []
+    for r in records:
+        if r.name in copied:
+            continue
+        ordered.append((r.kind, r))
+        if r.name in copies:
+            ordered.append(("merged copy", copies[r.name]))
     if not records:
         console.print("no models registered; try: hat models add-demo")
         return
     table = Table(box=None, header_style="bold")
     for column in ("name", "kind", "source", "base", "params", "size", "dtype", "location"):
         table.add_column(column)
-    for r in records:
+    for kind, r in ordered:
         table.add_row(
             cell(r.name),
-            cell(r.kind),
+            cell(kind),
             cell(r.source),
             cell(r.base or "-"),
             _params(r.parameters),

@@ -2,6 +2,7 @@
 merged models registered by training. Rows live in the store (`core.store.serving`)."""
 
 from core.models.folder import FolderError, FolderInfo, check_adapter_folder, check_model_folder
+from core.models.grouping import GroupedModels, group_models, merge_source
 from core.models.registry import (
     DEMO_MODEL_NAME,
     DEMO_PACKAGE,
@@ -25,6 +26,7 @@ __all__ = [
     "DEMO_PACKAGE",
     "FolderError",
     "FolderInfo",
+    "GroupedModels",
     "ModelRecord",
     "RegistryError",
     "add_demo",
@@ -35,8 +37,10 @@ __all__ = [
     "demo_to_offer",
     "find_demo_gguf",
     "get",
+    "group_models",
     "import_gguf",
     "list_models",
+    "merge_source",
     "model_dir",
     "register_adapter",
     "register_merged",

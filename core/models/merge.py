@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from core.models.grouping import merge_source
 from core.models.registry import RegistryError, free_model_folder, get, register_merged
 from core.pythons import training_python
 from core.store import Store
@@ -25,12 +26,9 @@ MERGE_TIMEOUT_S = 1800.0
 def existing_merge(store: Store, adapter: ModelRecord) -> ModelRecord | None:
     """A usable merged model of `adapter`: one merged on demand, or the one its training run
     registered (`<adapter>-merged` on the same base)."""
+    mine = {adapter.name: adapter}
     for record in list_models(store):
-        if record.kind != "merged" or record.base != adapter.base:
-            continue
-        mine = record.meta.get("adapter") == adapter.name
-        from_run = record.name == f"{adapter.name}-merged"
-        if (mine or from_run) and Path(record.location).is_dir():
+        if merge_source(record, mine) == adapter.name and Path(record.location).is_dir():
             return record
     return None
 

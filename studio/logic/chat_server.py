@@ -103,20 +103,20 @@ class ChatServerError(Exception):
 
 @dataclass(frozen=True)
 class ModelChoices:
-    """Servable models of the registry: bases and merged models, and adapters per base."""
+    """Servable models of the registry: bases and merged models, adapters per base, and the
+    merged copies of adapters, told beside their adapter rather than listed
+    (core.models.grouping)."""
 
     models: list[ModelRecord] = field(default_factory=list)
     adapters: dict[str, list[ModelRecord]] = field(default_factory=dict)
+    copies: dict[str, ModelRecord] = field(default_factory=dict)
 
 
 def model_choices(store: Store) -> ModelChoices:
-    records = list_models(store)
-    models = [r for r in records if r.kind != "adapter"]
-    adapters: dict[str, list[ModelRecord]] = {}
-    for r in records:
-        if r.kind == "adapter" and r.base is not None:
-            adapters.setdefault(r.base, []).append(r)
-    return ModelChoices(models, adapters)
+    from core.models import group_models
+
+    grouped = group_models(list_models(store))
+    return ModelChoices(grouped.models, grouped.adapters, grouped.copies)
 
 
 # ----------------------------------------------------------------------------- problems

@@ -70,15 +70,15 @@ class ModelChoice:
 
 
 def model_choices(store: Store) -> list[ModelChoice]:
-    """Registered models (base and merged, each with its adapters), then the two oracles."""
+    """Registered models (base and merged, each with its adapters; an adapter's merged copy is
+    not listed: the adapter stands for it), then the two oracles."""
+    from core.models import group_models
     from core.store.serving import list_models
 
-    records = list_models(store)
+    grouped = group_models(list_models(store))
     out: list[ModelChoice] = []
-    for r in records:
-        if r.kind == "adapter":
-            continue
-        adapters = tuple(a.name for a in records if a.kind == "adapter" and a.base == r.name)
+    for r in grouped.models:
+        adapters = tuple(a.name for a in grouped.adapters.get(r.name, []))
         size = f"{r.parameters / 1e6:.0f}M params" if r.parameters else r.source
         out.append(ModelChoice(r.name, r.name, "model", adapters, size))
     out.append(ModelChoice(ORACLE, "Oracle (simulator ceiling)", "oracle", (), "no server"))

@@ -250,7 +250,15 @@ class ServerPanel(QFrame):
         self.adapter.clear()
         self.adapter.addItem("none", None)
         for record in self.choices.adapters.get(base or "", []):
-            self.adapter.addItem(record.name, record.name)
+            copy = self.choices.copies.get(record.name)
+            self.adapter.addItem(record.name + (" · merged copy" if copy else ""), record.name)
+            if copy is not None:
+                self.adapter.setItemData(
+                    self.adapter.count() - 1,
+                    f"Also registered merged into its base as {copy.name}: engines that cannot "
+                    "load adapters serve that copy",
+                    Qt.ItemDataRole.ToolTipRole,
+                )
         self.adapter.setEnabled(self.adapter.count() > 1)
         self._adapter_hint()
 

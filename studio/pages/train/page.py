@@ -305,11 +305,11 @@ class TrainPage(QWidget):
 
     def _load_models(self) -> None:
         def work(store: Any) -> tuple[list[str], list[str]]:
-            from core.models import list_models
+            from core.models import group_models, list_models
 
-            records = list_models(store)
-            bases = [r.name for r in records if r.kind != "adapter"]
-            adapters = [r.name for r in records if r.kind == "adapter"]
+            grouped = group_models(list_models(store))  # an adapter's merged copy: not a base
+            bases = [r.name for r in grouped.models]
+            adapters = [a.name for group in grouped.adapters.values() for a in group]
             return bases, adapters
 
         self.ctx.run_store(work, on_done=self._models_loaded, on_error=lambda _e: None)
