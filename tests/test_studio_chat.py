@@ -214,6 +214,14 @@ def test_history_kept_on_failure_and_warmup_left_out_of_the_panel() -> None:
     assert agent.n == 3 == summary.timed  # 5 requests - 1 warm-up - 1 model error
     # one sentence whose counts add up (issue 23, item 5: they differed per column before)
     assert summary.note() == "5 requests: 3 timed, 1 warm-up left out, 1 failed (no timings)"
+    # a request the harness ended (max turns) is timed, as the columns time it: the note says
+    # so instead of counting it as failed without timings (#35 item 10)
+    ended = dataclasses.replace(lane.session.rows[-1], status="max_turns", request_id="x-1")
+    summary = session_summary([*lane.session.rows, ended])
+    agent = next(line for line in summary.lines if line.metric == "agent_e2e_s")
+    assert agent.n == 4 == summary.timed
+    assert summary.note() == ("6 requests: 4 timed (1 of them ended without a reply: max_turns), "
+                              "1 warm-up left out, 1 failed (no timings)")  # fmt: skip
     lane.reset()
     assert lane.history == [] and lane.session.rows == []
 

@@ -257,18 +257,26 @@ class SessionSummary:
     requests: int
     warmup: int
     failed: int
-    """Failed requests that were not warm-ups (so timed + warmup + failed == requests)."""
+    """Requests whose model call failed (`model_error`: the server decided their length, so
+    they are not timed), warm-ups not counted: timed + warmup + failed == requests."""
+    unfinished: tuple[str, ...] = ()
+    """The statuses of timed requests that ended without a final reply (the harness ended
+    them: max turns, a hook's retry budget). They are timed, as the latency stats time them."""
 
     @property
     def timed(self) -> int:
         return self.requests - self.warmup - self.failed
 
     def note(self) -> str:
-        """One sentence whose counts add up to the requests: which were timed, which were
-        left out and why (the columns' own sample counts are per model call)."""
+        """One sentence whose counts add up to the requests and agree with the columns: which
+        were timed (and which of those ended without a reply), which were left out and why
+        (the columns' own sample counts are per model call)."""
         if self.requests == 0:
             return "no requests yet"
         head = f"{self.requests} request{'s' if self.requests != 1 else ''}: {self.timed} timed"
+        if self.unfinished:
+            why = ", ".join(sorted(set(self.unfinished)))
+            head += f" ({len(self.unfinished)} of them ended without a reply: {why})"
         if self.warmup:
             head += f", {self.warmup} warm-up left out"
         if self.failed:
@@ -287,5 +295,8 @@ def session_summary(rows: Sequence[RequestRow]) -> SessionSummary:
         lines=lines,
         requests=len(rows),
         warmup=sum(1 for r in rows if r.warmup),
-        failed=sum(1 for r in rows if r.status != "ok" and not r.warmup),
+        failed=sum(1 for r in rows if r.status == "model_error" and not r.warmup),
+        unfinished=tuple(
+            r.status for r in rows if r.status not in ("ok", "model_error") and not r.warmup
+        ),
     )
