@@ -719,3 +719,30 @@ def test_row_shares_count_the_skill_loads_not_other_name_arguments() -> None:
     shares = row_shares(rows)
     assert shares["skill"] == {"after-sales": 0.3333, "product-qa": 0.6667}
     assert shares["category"]["price"] == 0.6667 and shares["original"]["rows"] == 0.6667
+
+
+def test_rl_records_the_harness_its_child_trains_on(hat_home: Path, tmp_path: Path) -> None:
+    """#36 item 2: an RL run without a harness trains on live-host@production (the one rule
+    of core/store/harness_ref.py, which training/rl.py's load_harness calls); its record names
+    that stored version, not the bundled demo's hash. A folder and an unstored home keep a
+    content hash of what was read."""
+    from core.harness import export_folder
+    from core.harness.demo import load_demo_harness
+    from core.train.runs import _provenance
+
+    rl = parse_stage({"model": "m"}, "rl")
+    with Store.open() as store:
+        demo_version, _ = _provenance(store, rl)
+        assert demo_version is not None and demo_version.startswith("demo:")
+        edited = load_demo_harness()
+        edited.skills[0].body += "\nAsk before you answer."
+        head = store.commit(load_demo_harness(), "as shipped")
+        production = store.commit(edited, "edited")
+        store.tag("production", production.id)
+        assert _provenance(store, rl)[0] == production.id != head.id
+        export_folder(edited, tmp_path / "h")
+        folder = parse_stage({"model": "m", "harness": str(tmp_path / "h")}, "rl")
+        version = _provenance(store, folder)[0]
+        assert version is not None and version.startswith("folder:") and version != demo_version
+        stored = parse_stage({"model": "m", "harness": head.id}, "rl")
+        assert _provenance(store, stored)[0] == head.id

@@ -30,6 +30,7 @@ from core.cli.serve_cmd import (
     engine_config,
     start_server,
 )
+from core.store.harness_ref import DEFAULT_RULE
 
 app = typer.Typer(help="Benchmarks against a served model.", no_args_is_help=True)
 
@@ -92,7 +93,13 @@ def latency_cmd(
     ] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per model call.")] = 120.0,
     seed: Annotated[int, typer.Option("--seed", help="Task selection seed.")] = 0,
-    harness: Annotated[str | None, typer.Option("--harness", help="Default: the demo.")] = None,
+    harness: Annotated[
+        str | None,
+        typer.Option(
+            "--harness",
+            help=f"Folder or stored version (default: {DEFAULT_RULE}).",
+        ),
+    ] = None,
     out: Annotated[Path | None, typer.Option("--out", help="JSON report path.")] = None,
 ) -> None:
     """Latency percentiles of agent requests replayed from simulator tasks."""

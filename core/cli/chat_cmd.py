@@ -31,6 +31,7 @@ from core.cli.serve_cmd import (
     engine_config,
     start_server,
 )
+from core.store.harness_ref import DEFAULT_RULE
 
 if TYPE_CHECKING:
     from core.harness.models import Harness
@@ -44,23 +45,21 @@ HELP = "commands: /restart  /reset  /history  /quit"
 
 
 def load_harness(spec: str | None, *, trust: bool = False) -> Harness:
-    """The demo harness, a harness folder (its Python code and MCP servers run only with
-    `trust`), or a stored version (`name@label`, id)."""
+    """A harness folder (its Python code and MCP servers run only with `trust`), a stored
+    version (`name@label`, id), or nothing: the one default rule of core/store/harness_ref.py
+    (live-host@production, else @head, else the bundled demo), as evaluation and RL use it."""
     from core.harness import HarnessError
-    from core.harness.demo import load_demo_harness
-    from core.harness.folder import import_folder
+    from core.store import StoreError
+    from core.store.harness_ref import resolve_harness
 
-    if spec is None:
-        return load_demo_harness()
-    from pathlib import Path
-
-    if Path(spec).is_dir():
-        try:
-            return import_folder(Path(spec), trust_python_hooks=trust)
-        except HarnessError as exc:
-            fail(f"the harness folder {spec} does not validate:\n{exc}")
-    with open_store() as store:
-        return store.load(spec)
+    try:
+        with open_store() as store:
+            harness, _version = resolve_harness(store, spec, trust=trust)
+    except HarnessError as exc:
+        fail(f"the harness folder {spec} does not validate:\n{exc}")
+    except StoreError as exc:
+        fail(f"harness {spec!r}: {exc}")
+    return harness
 
 
 def _print_step(step: Step) -> None:
@@ -150,7 +149,10 @@ def chat(
     ] = None,
     harness: Annotated[
         str | None,
-        typer.Option("--harness", help="Harness folder or stored version (default: the demo)."),
+        typer.Option(
+            "--harness",
+            help=f"Harness folder or stored version (default: {DEFAULT_RULE}).",
+        ),
     ] = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Per model call.")] = 256,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per model call.")] = 120.0,

@@ -24,8 +24,18 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from core.cli.common import TaskFileOpt, TrustOpt, cell, console, esc, fail, print_problems
+from core.cli.common import (
+    TaskFileOpt,
+    TrustOpt,
+    cell,
+    console,
+    esc,
+    fail,
+    open_store,
+    print_problems,
+)
 from core.harness import Harness, HarnessError, export_folder, import_folder
+from core.store.harness_ref import DEFAULT_RULE
 
 if TYPE_CHECKING:
     from core.hsa.augment import Augmented
@@ -45,7 +55,11 @@ PolicyOpt = Annotated[
 ]
 StrengthOpt = Annotated[str, typer.Option("--strength", "-s", help="light | medium | heavy.")]
 HarnessOpt = Annotated[
-    Path | None, typer.Option("--harness", help="Harness folder (default: the demo).")
+    Path | None,
+    typer.Option(
+        "--harness",
+        help=f"Harness folder (default: {DEFAULT_RULE}).",
+    ),
 ]
 BankDirOpt = Annotated[
     Path | None,
@@ -67,10 +81,12 @@ DimsOpt = Annotated[
 
 
 def _harness(path: Path | None, trust: bool = False) -> Harness:
+    """The folder given, or the one default rule (core/store/harness_ref.py)."""
     if path is None:
-        from core.harness.demo import load_demo_harness
+        from core.store.harness_ref import resolve_harness
 
-        return load_demo_harness()
+        with open_store() as store:
+            return resolve_harness(store, None)[0]
     try:
         return import_folder(path, trust_python_hooks=trust)
     except HarnessError as exc:

@@ -17,10 +17,14 @@ from core.harness.models import Harness
 from core.store.errors import StoreError
 
 if TYPE_CHECKING:
+    from core.store.harness_versions import VersionInfo
     from core.store.store import Store
 
 DEFAULT_HARNESS = DEMO_HARNESS
 """The harness a command without one runs under (module doc)."""
+
+DEFAULT_RULE = f"{DEFAULT_HARNESS}@production, else @head, else the demo"
+"""The default rule in words, for help texts."""
 
 
 def default_ref(store: Store, name: str) -> str:
@@ -30,6 +34,17 @@ def default_ref(store: Store, name: str) -> str:
     except StoreError:
         return f"{name}@head"
     return f"{name}@production"
+
+
+def default_stored(store: Store) -> VersionInfo | None:
+    """The stored version nothing given means (`live-host@production`, else `@head`), or None
+    when the store holds neither."""
+    for candidate in (f"{DEFAULT_HARNESS}@production", f"{DEFAULT_HARNESS}@head"):
+        try:
+            return store.info(candidate)
+        except StoreError:
+            continue
+    return None
 
 
 def resolve_stored(store: Store, ref: str | None) -> tuple[Harness, str, str]:
@@ -43,11 +58,8 @@ def resolve_stored(store: Store, ref: str | None) -> tuple[Harness, str, str]:
                 raise
             info = store.info(default_ref(store, ref))
         return store.load(info.id), info.harness_name, info.id
-    for candidate in (f"{DEFAULT_HARNESS}@production", f"{DEFAULT_HARNESS}@head"):
-        try:
-            info = store.info(candidate)
-        except StoreError:
-            continue
+    info = default_stored(store)
+    if info is not None:
         return store.load(info.id), info.harness_name, info.id
     from core.harness.demo import load_demo_harness
 
@@ -67,11 +79,8 @@ def resolve_harness(
 
         return import_folder(Path(ref).expanduser(), trust_python_hooks=trust), None
     if ref is None:
-        for candidate in (f"{DEFAULT_HARNESS}@production", f"{DEFAULT_HARNESS}@head"):
-            try:
-                info = store.info(candidate)
-            except StoreError:
-                continue
+        info = default_stored(store)
+        if info is not None:
             return store.load(info.id), info.id
         from core.harness.demo import load_demo_harness
 

@@ -167,21 +167,20 @@ def _provenance(store: Store, config: StageConfig) -> tuple[str | None, str | No
 
 
 def _rl_provenance(store: Store, config: RlConfig) -> tuple[str | None, str | None]:
+    """The harness the stage trains on, resolved as its child resolves it (training/rl.py
+    `load_harness`: core/store/harness_ref.py's one rule), so the record names that harness: a
+    stored version's id, else the content hash of the folder or bundled demo it read."""
     from core.harness import folder_files
+    from core.store.harness_ref import resolve_harness
 
-    version: str | None
-    if config.harness is None:
-        from core.harness.demo import load_demo_harness
-
-        files = folder_files(load_demo_harness())
-        version = "demo:" + text_hash(json.dumps(files, sort_keys=True))[:16]
-    elif Path(config.harness).expanduser().is_dir():
-        from core.harness import import_folder
-
-        files = folder_files(import_folder(Path(config.harness).expanduser()))
-        version = "folder:" + text_hash(json.dumps(files, sort_keys=True))[:16]
-    else:
-        version = store.info(config.harness).id
+    try:
+        harness, version = resolve_harness(store, config.harness)
+    except StoreError:  # a ref that names nothing: resolve_config reports it
+        harness, version = None, None
+    if version is None and harness is not None:
+        files = folder_files(harness)
+        kind = "folder" if config.harness is not None else "demo"
+        version = f"{kind}:" + text_hash(json.dumps(files, sort_keys=True))[:16]
     spec = f"{config.tasks}|{config.per_category}|{config.task_seed}|{config.sampler}|{config.seed}"
     if Path(config.tasks).expanduser().is_file():
         spec += "|" + files_hash([config.tasks])
