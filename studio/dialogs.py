@@ -7,9 +7,10 @@ QMessageBox / QFileDialog directly, so a test can answer with `monkeypatch.setat
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -79,21 +80,72 @@ def error(parent: QWidget | None, title: str, text: str, detail: str = "") -> No
     box.exec()
 
 
+FILE_DIALOG_MIN = (880, 560)
+"""The smallest file dialog the studio opens: room for the places, the names and the dates."""
+
+
+def _workspace_places(parent: QWidget | None) -> list[Path]:
+    """The folders an operator opens files from: their home, the workspace and its datasets
+    and models (the studio window's workspace, when `parent` is in one)."""
+    places = [Path.home()]
+    ctx = getattr(parent.window(), "ctx", None) if parent is not None else None
+    home = getattr(ctx, "home", None)
+    if home is not None:
+        places += [Path(home), Path(home) / "datasets", Path(home) / "models"]
+    return [p for p in places if p.is_dir()]
+
+
+def file_dialog(
+    parent: QWidget | None, title: str, start: str = "", filters: str = ""
+) -> QFileDialog:
+    """A QFileDialog sized to the window (Qt's own dialog opens at a cramped default size
+    where there is no native one), in the detail view, with the workspace's folders among its
+    places. The native dialogs of macOS and Windows keep their own size and places."""
+    dialog = QFileDialog(parent, title, start, filters)
+    dialog.setViewMode(QFileDialog.ViewMode.Detail)
+    window = parent.window() if parent is not None else None
+    width, height = (window.width(), window.height()) if window is not None else (0, 0)
+    dialog.resize(max(FILE_DIALOG_MIN[0], int(width * 0.7)),
+                  max(FILE_DIALOG_MIN[1], int(height * 0.75)))  # fmt: skip
+    places = [QUrl.fromLocalFile(str(p)) for p in _workspace_places(parent)]
+    dialog.setSidebarUrls([*places, *(u for u in dialog.sidebarUrls() if u not in places)])
+    return dialog
+
+
+def _run(dialog: QFileDialog) -> list[str]:
+    return dialog.selectedFiles() if dialog.exec() == QDialog.DialogCode.Accepted else []
+
+
 def choose_folder(parent: QWidget | None, title: str, start: str = "") -> str | None:
-    path = QFileDialog.getExistingDirectory(parent, title, start)
-    return path or None
+    dialog = file_dialog(parent, title, start)
+    dialog.setFileMode(QFileDialog.FileMode.Directory)
+    dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
+    return next(iter(_run(dialog)), None)
 
 
-def choose_file(parent: QWidget | None, title: str, filters: str = "JSON (*.json)") -> str | None:
-    path, _ = QFileDialog.getOpenFileName(parent, title, "", f"{filters};;All files (*)")
-    return path or None
+def choose_file(
+    parent: QWidget | None, title: str, filters: str = "JSON (*.json)", start: str = ""
+) -> str | None:
+    dialog = file_dialog(parent, title, start, f"{filters};;All files (*)")
+    dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+    return next(iter(_run(dialog)), None)
+
+
+def choose_files(
+    parent: QWidget | None, title: str, filters: str = "JSON (*.json)", start: str = ""
+) -> list[str]:
+    dialog = file_dialog(parent, title, start, f"{filters};;All files (*)")
+    dialog.setFileMode(QFileDialog.FileMode.ExistingFiles)
+    return _run(dialog)
 
 
 def choose_save_file(
     parent: QWidget | None, title: str, name: str, filters: str = "JSON (*.json)"
 ) -> str | None:
-    path, _ = QFileDialog.getSaveFileName(parent, title, name, filters)
-    return path or None
+    dialog = file_dialog(parent, title, "", filters)
+    dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+    dialog.selectFile(name)
+    return next(iter(_run(dialog)), None)
 
 
 def ask_label(parent: QWidget | None) -> str | None:

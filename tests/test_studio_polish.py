@@ -338,3 +338,39 @@ def test_a_new_workspace_says_what_the_pages_are_for(qapp: Any, hat_home: Path) 
         assert win.harness_page.banner.text.text() != FIRST_LAUNCH_HINT
     finally:
         shut(win)
+
+
+def test_file_dialogs_open_roomy_with_the_workspace_among_their_places(studio) -> None:  # type: ignore[no-untyped-def]
+    """#35 item 9: Browse on the Train form opens Qt's file dialog at a size for reading
+    names and dates (it used to open at Qt's cramped default), in the detail view, at the
+    workspace's datasets folder, with the workspace's folders in its places."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QFileDialog
+
+    (studio.ctx.home / "datasets").mkdir(exist_ok=True)  # as the Data page's first run leaves it
+    studio.show_page("train")
+    page = studio.page("train")
+    idle()
+    editor = page.forms["sft"].editors["data"]
+    seen: dict[str, Any] = {}
+
+    def look() -> None:
+        dialog = QApplication.activeModalWidget()
+        if not isinstance(dialog, QFileDialog):
+            QTimer.singleShot(20, look)
+            return
+        seen["size"] = (dialog.width(), dialog.height())
+        seen["view"] = dialog.viewMode()
+        seen["places"] = [u.toLocalFile().rstrip("/") for u in dialog.sidebarUrls()]
+        seen["at"] = dialog.directory().absolutePath()
+        dialog.reject()
+
+    QTimer.singleShot(0, look)
+    editor.browse.click()
+    home = studio.ctx.home
+    assert seen["size"][0] >= dialogs.FILE_DIALOG_MIN[0]
+    assert seen["size"][1] >= dialogs.FILE_DIALOG_MIN[1]
+    assert seen["view"] == QFileDialog.ViewMode.Detail
+    assert str(home / "datasets") in seen["places"] and str(home) in seen["places"]
+    assert Path(seen["at"]) == (home / "datasets").resolve()
+    assert str(page.forms["sft"].value("data")) != ""  # a rejected dialog changes nothing

@@ -22,7 +22,6 @@ from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -95,12 +94,14 @@ class _FileEdit(QWidget):
     def _choose(self) -> None:
         title = "Choose data files" if self.multiple else "Choose a file"
         start = self.start_dir
+        from studio import dialogs
+
         if self.multiple:
-            files, _ = QFileDialog.getOpenFileNames(self, title, start, "JSONL (*.jsonl);;All (*)")
+            files = dialogs.choose_files(self, title, "JSONL (*.jsonl)", start)
             if files:
                 self.edit.setText(", ".join(files))
         else:
-            path, _ = QFileDialog.getOpenFileName(self, title, start, "JSONL (*.jsonl);;All (*)")
+            path = dialogs.choose_file(self, title, "JSONL (*.jsonl)", start)
             if path:
                 self.edit.setText(path)
 

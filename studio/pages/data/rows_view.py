@@ -13,7 +13,6 @@ from typing import Any
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
-    QFileDialog,
     QFrame,
     QHBoxLayout,
     QLineEdit,
@@ -53,8 +52,9 @@ def _score_column(key: str, title: str) -> Column:
 
 def choose_dataset(parent: QWidget | None, start: str) -> str | None:
     """Ask for a JSONL file (a module function so tests can answer it)."""
-    path, _ = QFileDialog.getOpenFileName(parent, "Open a dataset", start, "Datasets (*.jsonl)")
-    return path or None
+    from studio import dialogs
+
+    return dialogs.choose_file(parent, "Open a dataset", "Datasets (*.jsonl)", start)
 
 
 class TrajectoriesView(QWidget):
