@@ -374,3 +374,30 @@ def test_file_dialogs_open_roomy_with_the_workspace_among_their_places(studio) -
     assert str(home / "datasets") in seen["places"] and str(home) in seen["places"]
     assert Path(seen["at"]) == (home / "datasets").resolve()
     assert str(page.forms["sft"].value("data")) != ""  # a rejected dialog changes nothing
+
+
+def test_a_banner_shown_again_with_the_same_message_is_left_alone(qapp, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """#35 item 9: pages re-render their banner on every model change (a run's monitor on each
+    event); an unchanged message must not re-polish the strip (the flicker and jump)."""
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+    from studio.widgets import common
+
+    polished: list[Any] = []
+    real = common.repolish
+    monkeypatch.setattr(common, "repolish", lambda w: (polished.append(w), real(w)))
+    host = QWidget()
+    QVBoxLayout(host).addWidget(banner := common.Banner())
+    host.show()
+    banner.show_message("error", "Failed: the child crashed.")
+    first = len(polished)
+    assert first > 0 and banner.isVisible()
+    for _ in range(5):
+        banner.show_message("error", "Failed: the child crashed.")
+    assert len(polished) == first
+    banner.show_message("warning", "Failed: the child crashed.")  # a new kind is shown
+    assert len(polished) > first and banner.property("kind") == "warning"
+    banner.dismiss()
+    banner.show_message("warning", "Failed: the child crashed.")  # dismissed: shown again
+    assert banner.isVisible()
+    host.close()

@@ -208,6 +208,17 @@ class Banner(QFrame):
         self.hide()
 
     def show_message(self, kind: str, text: str, closable: bool = True) -> None:
+        """Show `text` as `kind`. The same message again is a no-op: pages re-render whenever
+        their model changes (a run's monitor on every event the run writes, the Evaluate
+        results on every stored item), and re-polishing an unchanged strip each time made it
+        flicker and what is under it jump."""
+        shown = self.isVisibleTo(self.parentWidget()) if self.parentWidget() else self.isVisible()
+        if shown and (
+            self.property("kind"),
+            self.text.text(),
+            self.close_button.isVisibleTo(self),
+        ) == (kind, text, closable):
+            return
         self.setProperty("kind", kind)
         repolish(self)
         repolish(self.text)
