@@ -36,7 +36,7 @@ from core.eval.api import (
     run_eval,
 )
 from core.eval.oracle_model import oracle_clients
-from core.eval.planning import HV_DIMENSIONS, plan_items, stratified, suite_tasks
+from core.eval.planning import HV_DIMENSIONS, plan_items, stratified
 from core.eval.results import EvalResult, ResultStatus, Suite
 from core.eval.store import add_result, create_run, done_items, update_run
 from core.harness.demo import load_demo_harness
@@ -46,6 +46,7 @@ from core.sim.catalog import load_catalog
 from core.sim.surface import HarnessSurface
 from core.store import Store, StoreError
 from core.store.serving import latency_rows
+from core.taskfile.sources import suite_tasks
 from tests.ifeval_data import require_ifeval
 
 

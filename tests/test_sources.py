@@ -51,3 +51,32 @@ def test_one_default_harness_rule(tmp_path: Path) -> None:
         assert folder.name == "live-host" and none is None
         with pytest.raises(StoreError):
             resolve_stored(store, "no-such-harness")
+
+
+def test_a_suite_at_a_seed_is_the_same_tasks_for_every_command() -> None:
+    """#36 item 1: the robustness suite at seed 3 was the bundled seed-0 file for training
+    stages and regenerated for evaluation and the latency bench. One rule now (bundled at seed
+    0, generated otherwise), and evaluation's planning, RL/data's sources and the bench's
+    pool all go through it."""
+    from core.eval.planning import plan_items
+    from core.eval.types import EvalRequest
+    from core.serving.bench import select_tasks
+    from core.sim.tasks import load_suite
+    from core.taskfile.sources import suite_tasks
+
+    bundled = [t.id for t in load_suite("robustness")]
+    assert (
+        [t.id for t in load_source("robustness")]
+        == bundled
+        == [t.id for t in suite_tasks("robustness", 0)]
+    )
+    seeded = suite_tasks("robustness", 3)
+    assert [t.id for t in load_source("robustness", seed=3)] == [t.id for t in seeded]
+    assert [t.viewer_message for t in seeded] != [
+        t.viewer_message for t in load_suite("robustness")
+    ]  # generated, not the seed-0 file
+    benched = select_tasks("robustness", len(seeded), seed=3)
+    assert sorted(t.viewer_message for t in benched) == sorted(t.viewer_message for t in seeded)
+    request = EvalRequest(model="m", suites=("robustness",), seed=3, limit=None)
+    planned = {i.task_id for i in plan_items(request)}
+    assert planned <= {t.id for t in seeded} and planned

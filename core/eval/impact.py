@@ -321,7 +321,7 @@ class _Attribution:
 
     def _task(self, task_id: str) -> Any:
         if self._tasks is None:
-            from core.eval.planning import suite_tasks
+            from core.taskfile.sources import suite_tasks
 
             seed = self.runs[1].request.seed
             self._tasks = {}

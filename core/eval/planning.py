@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from core.eval.results import Suite
 from core.eval.types import EvalError, EvalItem, EvalRequest
+from core.taskfile.sources import suite_tasks
 
 if TYPE_CHECKING:
-    from core.sim.models import Task
     from core.taskfile.models import OwnTask
 
 T = TypeVar("T")
@@ -73,18 +73,6 @@ def stratified(
                 picked.append(task)
     chosen = {id(t) for t in picked}
     return [t for t in tasks if id(t) in chosen]
-
-
-def suite_tasks(name: str, seed: int) -> list[Task]:
-    """A suite's tasks: the bundled copy at seed 0, generated otherwise."""
-    from core.sim.tasks import build_suite, load_suite
-
-    if seed == 0:
-        try:
-            return load_suite(name)
-        except (FileNotFoundError, ValueError):
-            pass
-    return build_suite(name, seed=seed)
 
 
 def hv_dimension(seed: int, task_id: str, index: int) -> str:

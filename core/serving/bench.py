@@ -21,7 +21,6 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from core.episode.play import play
@@ -36,7 +35,7 @@ from core.serving.latency import (
     request_row,
 )
 from core.serving.metrics import Histogram, parse_histograms, server_view
-from core.sim.models import Catalog, Split, Task
+from core.sim.models import Catalog, Task
 from core.store import Store
 from core.store.serving import RequestRow, add_latency
 
@@ -51,24 +50,13 @@ RULES = (
 
 
 def select_tasks(spec: str, count: int, *, seed: int = 0) -> list[Task]:
-    """`count` tasks from a split (train|dev|test), a suite (ls-qa|robustness) or a JSONL file.
+    """`count` tasks from a split (train|dev|test), a suite (ls-qa|robustness) or a JSONL file
+    of live-room tasks, resolved as every other command resolves them
+    (core/taskfile/sources.py), shuffled with `seed` and cycled when `count` exceeds what
+    there is."""
+    from core.taskfile.sources import load_live_source
 
-    The tasks are shuffled with `seed` and cycled when `count` exceeds what there is.
-    """
-    from core.sim.tasks import SUITES, build_suite, generate_tasks, read_tasks
-
-    if spec in {s.value for s in Split}:
-        pool = generate_tasks(Split(spec), seed=seed)
-    elif spec in SUITES:
-        pool = build_suite(spec, seed=seed)
-    elif Path(spec).is_file():
-        pool = read_tasks(spec)
-    else:
-        splits = ", ".join(s.value for s in Split)
-        raise ValueError(
-            f"unknown task set {spec!r}: use a split ({splits}), a suite "
-            f"({', '.join(SUITES)}) or a JSONL file of tasks"
-        )
+    pool = load_live_source(spec, seed=seed)
     if not pool:
         raise ValueError(f"the task set {spec!r} is empty")
     order = list(pool)

@@ -7,7 +7,9 @@
 
 Data generation, the studio's task browser, RL and the stage configs all resolve `--tasks`
 here, so the words mean the same everywhere: `train | dev | test` are the live room's
-generated splits, `ls-qa | robustness` its bundled suites, and a path is either a task file
+generated splits, `ls-qa | robustness` its suites (`suite_tasks`: the bundled copy at seed 0,
+generated with the seed otherwise, for evaluation, training stages and the latency bench
+alike), and a path is either a task file
 (JSONL lines with `message`, core/taskfile) or live-room tasks saved as JSONL (lines with
 `viewer_message`). A task file gives its `train` split (all of it when it has none): the
 `test` split is evaluation's (core/eval/planning.py).
@@ -34,6 +36,20 @@ def suites() -> tuple[str, ...]:
     from core.sim.tasks import SUITES
 
     return tuple(SUITES)
+
+
+def suite_tasks(name: str, seed: int = 0) -> list[Task]:
+    """A suite's tasks: the bundled copy at seed 0 (what every report has scored), generated
+    with `seed` otherwise. The one rule: a suite at seed 3 is the same tasks whichever
+    command asks for it."""
+    from core.sim.tasks import build_suite, load_suite
+
+    if seed == 0:
+        try:
+            return list(load_suite(name))
+        except (FileNotFoundError, ValueError):
+            pass
+    return list(build_suite(name, seed=seed))
 
 
 def source_problem(source: str, *, task_files: bool = True) -> str | None:
@@ -70,7 +86,7 @@ def load_source(
     """The tasks `source` names (module doc); TaskSourceError on a bad source or file.
     `task_files=False`: a stage that plays live-room tasks only refuses a task file."""
     from core.sim.models import Split
-    from core.sim.tasks import generate_tasks, load_suite, read_tasks
+    from core.sim.tasks import generate_tasks, read_tasks
 
     problem = source_problem(source, task_files=task_files)
     if problem is not None:
@@ -78,7 +94,7 @@ def load_source(
     if source in SPLITS:
         return list(generate_tasks(Split(source), seed=seed, per_category=per_category))
     if source in suites():
-        return list(load_suite(source))
+        return list(suite_tasks(source, seed))
     path = Path(source).expanduser()
     try:
         if is_task_file(path):
