@@ -58,9 +58,9 @@ def resolve_stored(store: Store, ref: str | None) -> tuple[Harness, str, str]:
                 raise
             info = store.info(default_ref(store, ref))
         return store.load(info.id), info.harness_name, info.id
-    info = default_stored(store)
-    if info is not None:
-        return store.load(info.id), info.harness_name, info.id
+    found = default_stored(store)
+    if found is not None:
+        return store.load(found.id), found.harness_name, found.id
     from core.harness.demo import load_demo_harness
 
     harness = load_demo_harness()
