@@ -225,6 +225,8 @@ def test_an_operators_day_without_typing_a_path(
         wait_until(train.start_button.isEnabled, timeout=120)
         assert "Failed" in train.monitor.banner.text.text()
         assert train.monitor.log.toPlainText().strip()
+        # nothing the operator typed is lost (#35, bad input and faults)
+        assert form.value("output_name") == "day-crash" and int(form.value("max_steps")) == 50
         wait_until(lambda: "training run" not in win.status_jobs.text(), timeout=30)
 
         # 4. Harness: Rename… on a tool carries to the hook matcher and the skills (#35 item 3);
