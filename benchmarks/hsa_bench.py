@@ -66,7 +66,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core.episode.gold import gold_trajectory
 from core.harness.demo import load_demo_harness
 from core.harness.models import Harness
-from core.harness.render import format_tool_call, render_system_prompt
+from core.harness.render import render_system_prompt
+from core.harness.tool_calls import format_tool_call
 from core.hsa.augment import augment, augment_many, check, forward, prepare
 from core.hsa.policy import Policy, sample_variant, transform_rng
 from core.hsa.transform import Dimension, Skip, Transform, load_bank, transforms

@@ -23,14 +23,8 @@ from core.harness.models import (
     Tool,
     ToolProtocol,
 )
-from core.harness.render import (
-    format_tool_call,
-    parse_tool_calls,
-    render_system_prompt,
-    skill_index,
-    tool_block,
-    tool_specs,
-)
+from core.harness.render import render_system_prompt, skill_index, tool_block, tool_specs
+from core.harness.tool_calls import format_tool_call, parse_tool_calls
 
 
 def small_harness(style: PromptStyle = PromptStyle.MARKDOWN) -> Harness:

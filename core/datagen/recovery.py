@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.harness.models import Harness, Tool
-from core.harness.render import format_tool_call, parse_tool_calls
 from core.harness.schema import argument_errors
+from core.harness.tool_calls import format_tool_call, parse_tool_calls
 from core.runtime.client import CallTiming, ChatClient, DeltaCallback, Message, ModelReply
 from core.runtime.trace import ModelCallStep, ToolCallStep, Trace
 from core.runtime.trajectory import ToolCall

@@ -18,7 +18,8 @@ from core.harness.models import (
     Tool,
     ToolProtocol,
 )
-from core.harness.render import parse_tool_calls, render_system_prompt, tool_specs
+from core.harness.render import render_system_prompt, tool_specs
+from core.harness.tool_calls import parse_tool_calls
 
 __all__ = [
     "Harness",

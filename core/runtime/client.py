@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from core.harness.render import format_tool_call
+from core.harness.tool_calls import format_tool_call
 from core.runtime.trajectory import AssistantTurn, ToolCall
 
 Message = dict[str, Any]

@@ -61,13 +61,9 @@ from string import Template
 from typing import Any
 
 from core.harness.models import Harness, Hook, HookEvent, ToolProtocol
-from core.harness.render import (
-    SKILL_FILE_ARGUMENT,
-    parse_tool_calls,
-    render_system_prompt,
-    tool_specs,
-)
+from core.harness.render import SKILL_FILE_ARGUMENT, render_system_prompt, tool_specs
 from core.harness.schema import argument_errors, invalid_arguments_message
+from core.harness.tool_calls import parse_tool_calls
 from core.runtime.bindings import Bindings, ToolContext, ToolError, ToolErrorKind
 from core.runtime.client import ChatClient, DeltaCallback, Message, ModelError, ModelReply
 from core.runtime.hooks import HookInput, render_reminder, run_hook

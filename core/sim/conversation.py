@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.harness.render import parse_tool_calls
+from core.harness.tool_calls import parse_tool_calls
 from core.runtime.client import Message
 from core.sim.surface import (
     HarnessSurface,

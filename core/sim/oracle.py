@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.harness.models import Harness, ToolProtocol
-from core.harness.render import format_tool_call
+from core.harness.tool_calls import format_tool_call
 from core.runtime.client import CallTiming, DeltaCallback, Message, ModelReply
 from core.runtime.trajectory import ToolCall
 from core.sim.conversation import Conversation, read_conversation

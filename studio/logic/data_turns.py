@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.harness.render import parse_tool_calls
+from core.harness.tool_calls import parse_tool_calls
 
 RESULT_RE = re.compile(r'<tool_result name="([^"]*)">(.*?)</tool_result>', re.DOTALL)
 MAX_BODY = 4000
