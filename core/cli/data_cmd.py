@@ -28,6 +28,7 @@ from core.cli.common import (
     open_store,
     print_problems,
 )
+from core.datagen.paths import REJECTS_SUFFIX
 from core.harness import Harness, HarnessError
 from core.sim.models import Task
 from core.taskfile.models import OwnTask
@@ -130,7 +131,8 @@ def generate(
     ] = 0.25,
     min_effectiveness: Annotated[float, typer.Option("--min-effectiveness")] = 0.5,
     rejects: Annotated[
-        Path | None, typer.Option("--rejects", help="Rejected jobs (default <out>.rejects.jsonl).")
+        Path | None,
+        typer.Option("--rejects", help=f"Rejected jobs (default <out>{REJECTS_SUFFIX})."),
     ] = None,
     retry_rejects: Annotated[
         bool, typer.Option("--retry-rejects", help="Run previously rejected jobs again.")

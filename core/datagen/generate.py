@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from core.datagen.paths import rejects_of
 from core.datagen.recovery import (
     RecoveryClient,
     played_as_planned,
@@ -140,7 +141,7 @@ class GenerateConfig:
 
     @property
     def rejects_path(self) -> Path:
-        return self.rejects or self.out.with_name(self.out.name + ".rejects.jsonl")
+        return self.rejects or rejects_of(self.out)
 
 
 @dataclass

@@ -18,7 +18,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -173,18 +173,36 @@ class GenerationRun:
         self.skipped = 0
 
     def prepare(self) -> int:
-        """Build the task list and count the jobs this run will do (done keys skipped)."""
-        from core.datagen import done_keys, job_key
+        """Build the task list and count the jobs this run will do: core's own count
+        (`pending_jobs`: finished rows and rejects skipped, the limit applied)."""
+        from core.datagen.generate import pending_jobs
 
         req = self.request
         per_category = req.per_category if req.source in ("train", "dev", "test") else None
         self._tasks = list(load_tasks(req.source, req.seed, per_category))
-        skip = done_keys(self.out) | done_keys(self.out.with_name(self.out.name + ".rejects.jsonl"))
-        jobs = [job_key(t.id, i) for t in self._tasks for i in range(req.variants + 1)]
-        left = sum(k not in skip for k in jobs)
-        self.skipped = len(jobs) - left
-        self.total = min(left, req.limit) if req.limit else left
+        config = self._config()
+        left = pending_jobs(self._tasks, replace(config, limit=None))
+        self.skipped = len(self._tasks) * (req.variants + 1) - left
+        self.total = pending_jobs(self._tasks, config)
         return self.total
+
+    def _config(self) -> Any:
+        """The GenerateConfig of this request: what `generate` runs and `prepare` counts."""
+        from core.datagen import GenerateConfig, get_sampler
+
+        req = self.request
+        return GenerateConfig(
+            out=self.out,
+            variants=req.variants,
+            job_seed=req.seed,
+            concurrency=req.concurrency,
+            keep_whole_fraction=req.keep_whole,
+            min_effectiveness=req.min_effectiveness,
+            limit=req.limit or None,
+            harness_version=self.harness_version,
+            sampler=get_sampler(req.sampler) if req.variants else None,
+            sampler_name=req.sampler if req.variants else None,
+        )
 
     def cancel(self) -> None:
         """Stop as soon as possible (thread-safe); rows written so far stay."""
@@ -200,7 +218,7 @@ class GenerationRun:
 
     def run(self, on_progress: Callable[[Progress], None] | None = None) -> GenerationResult:
         """Run the generation to the end or until cancelled (blocking; call from a worker)."""
-        from core.datagen import GenerateConfig, OpenAITeacher, Teacher, generate, get_sampler
+        from core.datagen import OpenAITeacher, Teacher, generate
         from core.sim.catalog import load_catalog
 
         if not self._tasks:
@@ -220,18 +238,7 @@ class GenerationRun:
                 temperature=req.temperature,
             )
             teacher = Teacher.shared(remote.spec, remote)
-        config = GenerateConfig(
-            out=self.out,
-            variants=req.variants,
-            job_seed=req.seed,
-            concurrency=req.concurrency,
-            keep_whole_fraction=req.keep_whole,
-            min_effectiveness=req.min_effectiveness,
-            limit=req.limit,
-            harness_version=self.harness_version,
-            sampler=get_sampler(req.sampler) if req.variants else None,
-            sampler_name=req.sampler if req.variants else None,
-        )
+        config = self._config()
 
         def on_result(result: Any) -> None:
             progress.done += 1

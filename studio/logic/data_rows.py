@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from core.datagen.paths import REJECTS_SUFFIX, rejects_of
 from studio.logic.data_turns import TurnItem, turns_from_messages, turns_from_trajectory
 
-REJECTS_SUFFIX = ".rejects.jsonl"
 GRADERS: tuple[tuple[str, str], ...] = (
     ("accuracy", "Accuracy"),
     ("effectiveness", "Effectiveness"),
@@ -30,10 +30,6 @@ GRADERS: tuple[tuple[str, str], ...] = (
 
 def datasets_dir(home: Path) -> Path:
     return Path(home) / "datasets"
-
-
-def rejects_of(path: Path) -> Path:
-    return path.with_name(path.name + REJECTS_SUFFIX)
 
 
 @dataclass(frozen=True)
