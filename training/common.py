@@ -54,14 +54,13 @@ class Device:
 
 
 def cpu_has_bf16() -> bool:
-    """Native bf16 matmuls on this CPU (AMX or AVX512-BF16); without them bf16 is emulated and
-    measured here ~20-30x slower than fp32 (AMD EPYC, AVX2 only)."""
-    import torch
+    """Native bf16 matmuls on this CPU (AMX or AVX512-BF16): the flags core/machine.py reads
+    for the configs and the serving engines, so the child trains in the dtype they expect.
+    Without them bf16 is emulated and measured here ~20-30x slower than fp32 (AMD EPYC, AVX2
+    only)."""
+    from core.machine import cpu_native_bf16
 
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
+    return cpu_native_bf16()
 
 
 def resolve_device(config: StageConfig) -> Device:

@@ -39,10 +39,10 @@ the first that exists), the same rules `hat doctor` reports.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.machine import cpu_native_bf16, has_gpu, usable_cores
 from core.paths import home
 from core.pythons import transformers_python, vllm_python
 
@@ -51,23 +51,6 @@ ENGINES = ("transformers", "vllm")
 
 class EngineError(Exception):
     """The engine cannot be started as configured (missing interpreter, bad option)."""
-
-
-def has_gpu() -> bool:
-    return shutil.which("nvidia-smi") is not None
-
-
-def cpu_native_bf16(cpuinfo: str | None = None) -> bool:
-    """Whether this CPU multiplies bf16 natively (AMX or AVX512-BF16 in /proc/cpuinfo's
-    flags); the same test training's `cpu_has_bf16` makes through torch, made here without
-    it. False where the file is unreadable (not Linux)."""
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return False
-    flags = next((ln for ln in cpuinfo.splitlines() if ln.startswith("flags")), "").split()
-    return "amx_bf16" in flags or "avx512_bf16" in flags
 
 
 def cpu_dtype() -> str:
@@ -101,10 +84,7 @@ def cpu_reserved_cores(cores: int | None = None) -> str | None:
     included (docs/benchmarks.md, Evaluation). On more cores the reserved one costs less and
     the scheduler's own core is worth keeping, so vLLM's default stands there."""
     if cores is None:
-        try:
-            cores = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):
-            cores = os.cpu_count() or 1
+        cores = usable_cores()
     return "0" if cores <= SMALL_CPU else None
 
 

@@ -26,10 +26,7 @@ DDP instead, so they are refused there).
 from __future__ import annotations
 
 import difflib
-import os
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -520,73 +517,17 @@ class Environment:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _cpu_bf16() -> bool:
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    flags = set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            flags.update(line.split(":", 1)[1].split())
-            break
-    return bool(flags & {"amx_bf16", "avx512_bf16"})
-
-
-def _nvml_gpus() -> list[str] | None:
-    try:
-        import pynvml  # nvidia-ml-py, optional
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception:  # no driver
-        return []
-    try:
-        names = []
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(index))
-            names.append(name.decode() if isinstance(name, bytes) else str(name))
-        return names
-    finally:
-        pynvml.nvmlShutdown()
-
-
-def _smi_gpus() -> list[str]:
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return []
-    try:
-        out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [line.strip() for line in out.stdout.splitlines() if line.startswith("GPU ")]
-
-
 def detect_environment() -> Environment:
-    """GPUs (HAT_GPU_COUNT overrides; NVML when nvidia-ml-py is present; nvidia-smi), CPU bf16."""
-    override = os.environ.get("HAT_GPU_COUNT")
-    if override is not None and override.strip().isdigit():
-        count = int(override)
-        names: list[str] = [f"GPU {i}" for i in range(count)]
-    else:
-        nvml = _nvml_gpus()
-        names = nvml if nvml is not None else _smi_gpus()
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        if visible is not None:
-            ids = [v for v in visible.split(",") if v.strip() and v.strip() != "-1"]
-            names = names[: len(ids)]
+    """GPUs and CPU facts as core/machine.py finds them (HAT_GPU_COUNT overrides the GPUs)."""
+    from core.machine import cpu_native_bf16, gpu_names, usable_cores
+
+    names = gpu_names()
     return Environment(
-        gpus=len(names), gpu_names=tuple(names), cpu_bf16=_cpu_bf16(), cpu_count=_cpu_cores()
+        gpus=len(names),
+        gpu_names=tuple(names),
+        cpu_bf16=cpu_native_bf16(),
+        cpu_count=usable_cores(),
     )
-
-
-def _cpu_cores() -> int:
-    """Cores this process may run on (its affinity mask, which containers narrow), else all."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 # ----------------------------------------------------------------------------- launch checks
