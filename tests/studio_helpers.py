@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -135,3 +136,19 @@ def layout_problems(root) -> list[str]:  # type: ignore[no-untyped-def]
                 if both.width() > 2 and both.height() > 2:
                     problems.append(f"{name(a)} and {name(b)} overlap")
     return problems
+
+
+def run_qasync(qapp: Any, scenario: Callable[[], Any], timeout: float) -> None:
+    """Run the scenario on a qasync loop: the studio's chat requests become asyncio tasks
+    on the GUI thread, exactly as in the application."""
+    import asyncio
+
+    import qasync
+
+    loop = qasync.QEventLoop(qapp, already_running=False)
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_until_complete(asyncio.wait_for(scenario(), timeout))
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()

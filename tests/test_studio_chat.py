@@ -66,6 +66,7 @@ from studio.logic.viewer_stream import (
     live_stream,
     viewer_presets,
 )
+from tests.studio_helpers import run_qasync
 
 SCREENSHOTS = os.environ.get("HAT_CHAT_SCREENSHOTS")
 
@@ -580,20 +581,6 @@ def _commit_versions(home: Path) -> tuple[str, str]:
     return one.id, two.id
 
 
-def _run_qasync(qapp: Any, scenario: Callable[[], Any], timeout: float) -> None:
-    """Run the scenario on a qasync loop: the studio's chat requests become asyncio tasks
-    on the GUI thread, exactly as in the application."""
-    import qasync
-
-    loop = qasync.QEventLoop(qapp, already_running=False)
-    asyncio.set_event_loop(loop)
-    try:
-        loop.run_until_complete(asyncio.wait_for(scenario(), timeout))
-    finally:
-        asyncio.set_event_loop(None)
-        loop.close()
-
-
 async def _until(predicate: Callable[[], object], timeout: float = 600.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -680,7 +667,7 @@ def test_multi_turn_request_shows_cards_and_latency(
                 await asyncio.sleep(0.2)
                 _grab(win, "chat-cards.png")
 
-        _run_qasync(qapp, scenario, 1400)
+        run_qasync(qapp, scenario, 1400)
         with Store.open(hat_home / "hat.db") as store:
             from core.store.serving import latency_rows
 
@@ -743,7 +730,7 @@ def test_ab_two_harness_versions_fill_both_columns(
                 await asyncio.sleep(0.2)
                 _grab(win, "chat-ab.png")
 
-        _run_qasync(qapp, scenario, 1400)
+        run_qasync(qapp, scenario, 1400)
     finally:
         _shut(win)
 
@@ -821,7 +808,7 @@ def test_server_killed_mid_reply_keeps_history_and_restarts(
             assert again.trace is not None and again.trace.ok, again.trace.reason
             assert lane.history[:4] == history and len(lane.history) == 8
 
-        _run_qasync(qapp, scenario, 1400)
+        run_qasync(qapp, scenario, 1400)
     finally:
         panel.shutdown()
         _shut(win)
@@ -877,7 +864,7 @@ def test_stop_cancels_a_slow_reply_and_ab_sides_differ(qapp: Any, hat_home: Path
             assert not page.busy and not page.cancel_button.isVisibleTo(page)
             await asyncio.sleep(0.2)
 
-        _run_qasync(qapp, scenario, 120)
+        run_qasync(qapp, scenario, 120)
         spin(50)
         turn = page.columns["A"].turns[-1]
         assert turn.fault is not None and "Stopped" in turn.fault.title.text()
@@ -953,7 +940,7 @@ def test_the_column_shows_live_ttft_and_tok_s_while_a_reply_streams(
                     break
                 await asyncio.sleep(0.05)
 
-        _run_qasync(qapp, scenario, 120)
+        run_qasync(qapp, scenario, 120)
         spin(50)
         assert any(t.startswith("waiting for the first token") for t in seen), seen
         live = [t for t in seen if re.fullmatch(r"TTFT \d+ ms · \d+\.\d tok/s · \d+ tok", t)]
