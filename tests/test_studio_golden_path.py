@@ -352,7 +352,7 @@ def test_an_operators_day_without_typing_a_path(
                    timeout=900)  # fmt: skip
         idle()
         again = view.result
-        assert again.done == 2 and again.passed + again.failed == 2
+        assert again.done == 2 and again.errors == 0
         assert front.passed >= 2  # both items answered by the real server, nothing else rerun
 
         # 7. Results: the two items of that run, answered
@@ -362,7 +362,7 @@ def test_an_operators_day_without_typing_a_path(
         wait_until(lambda: results.view is not None and results.view.run.errors == 0, timeout=60)
         idle()
         assert len(results.items.records()) == 2
-        assert sorted(r.status for r in results.view.items) != ["error", "error"]
+        assert "error" not in {r.status for r in results.view.items}  # answered, rightly or not
         assert adapter in again.model or again.adapter == adapter
         _grab(win, "golden-results.png")
 
