@@ -82,13 +82,13 @@ TEST_SHARE = 1 / 3
 """The share of each entity pool (per order status, of authors, ...) held out for test."""
 
 COUNTS: dict[str, tuple[int, int]] = {
-    "books": (30, 12),
-    "orders": (24, 10),
-    "tracking": (24, 10),
-    "returns": (22, 10),
-    "policy": (26, 12),
-    "multi": (22, 10),
-    "unknown": (12, 6),
+    "books": (60, 12),
+    "orders": (60, 10),
+    "tracking": (72, 10),
+    "returns": (56, 10),
+    "policy": (28, 12),
+    "multi": (72, 10),
+    "unknown": (30, 6),
 }
 """Generated tasks per category: (train, test); the legacy tasks come on top."""
 
@@ -1253,6 +1253,8 @@ def generate() -> Generated:
             used: dict[str, set[str]] = {x.tid: set() for x in templates}
             load: Counter[str] = Counter()
             made_here = 0
+            # One stream per category and split: more train tasks leave the test tasks as they are.
+            rng = random.Random(f"{SEED}:{category}:{split}")
             order = list(templates)
             rng.shuffle(order)
             while made_here < n:

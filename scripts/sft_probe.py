@@ -4,6 +4,7 @@ does to the HAT model's skills before a whole seed (~100 minutes) is spent on it
 
     hat experiment replicate --profile cpu --seed 0 --out RUN --until data
     python scripts/sft_probe.py RUN NAME original_weight=2 balance_skills=true
+    python scripts/sft_probe.py RUN NAME rows=fixed          # the fixed-SFT baseline instead
 
 The model trains as the replication's HSA-SFT stage does (the profile's settings, the run's
 HAT rows) and is served and evaluated as the replication's eval steps serve theirs, on the HAT
@@ -46,10 +47,12 @@ def main(argv: list[str]) -> int:
         rep = Replication.open(store, Path(folder))
         entry = rep.state["steps"].setdefault("train", {}).setdefault(name, {})
         if not entry.get("merged"):
-            sft = rep.profile.hat.sft.model_copy(
-                update={"data": [rep.step("data")["files"]["hat"]], "merge": True, **overrides}
+            rows = str(overrides.pop("rows", "hat"))
+            base = rep.profile.fixed_sft() if rows == "fixed" else rep.profile.hat.sft
+            sft = base.model_copy(
+                update={"data": [rep.step("data")["files"][rows]], "merge": True, **overrides}
             )
-            say(f"HSA-SFT {sft.max_steps} steps, overrides {overrides}")
+            say(f"SFT on the {rows} rows, {sft.max_steps} steps, overrides {overrides}")
             t0 = time.monotonic()
             run = run_pipeline(
                 store,
