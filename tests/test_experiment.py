@@ -118,6 +118,13 @@ def test_the_recorded_command_is_the_users_not_the_host_process(
     state = json.loads((folder / "state.json").read_text())
     assert state["command"] == f"hat experiment replicate --profile {profile} --out {folder}"
     assert state["resumed_with"] == [f"hat experiment replicate --resume {folder}"]
+    # --out on a folder that holds a replication: one line saying so, no traceback
+    result = runner.invoke(
+        app, ["experiment", "replicate", "--profile", str(profile), "--out", str(folder)]
+    )
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert "holds a replication; resume it instead" in " ".join(result.output.split())
+    assert "Traceback" not in result.output and "continue with" not in result.output
 
 
 def test_a_seed_reseeds_training_data_and_stages_but_not_the_evaluation_items(

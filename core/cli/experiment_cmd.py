@@ -149,6 +149,7 @@ def replicate(
                          _command_line(given_seeds))  # fmt: skip
         return
     with open_store() as store:
+        run: Replication | None = None
         try:
             if resume is not None:
                 run = Replication.open(store, resume)
@@ -176,7 +177,10 @@ def replicate(
         except ConfigError as exc:
             fail("; ".join(exc.lines()))
         except ReplicationError as exc:
+            if run is None:  # nothing started: e.g. --out already holds a replication
+                fail(str(exc))
             fail(f"{exc} (continue with: hat experiment replicate --resume {run.folder})")
+        assert run is not None
         report = run.step("report").get("files") or {}
         if results is not None and report:
             results.mkdir(parents=True, exist_ok=True)
