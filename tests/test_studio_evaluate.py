@@ -365,7 +365,9 @@ def test_launch_request_checks_and_command() -> None:
     ok = LaunchRequest(model="demo", suites=("ls-qa", "hv-qa"), limit=5, variants=4)
     request = ok.eval_request()
     assert request.suites == [Suite.LS_QA, Suite.HV_QA] and request.base_url is None
-    assert ok.command() == "hat eval run --model demo -s ls-qa -s hv-qa --limit 5 --variants 4"
+    assert ok.command() == (
+        "hat eval run --model demo -s ls-qa -s hv-qa --limit 5 --variants 4 --engine transformers"
+    )
     url = LaunchRequest(model="demo", server="url", base_url=" http://h:1/v1 ")
     assert url.eval_request().base_url == "http://h:1/v1"
     fixed = LaunchRequest(model="oracle-fixed", kind="oracle-fixed", fixed_on="abcdef123456789")

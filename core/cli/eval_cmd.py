@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from core.cli.common import ProgressLines, console, err_console, fail, open_store
+from core.eval.command import RUN_DEFAULTS
 from core.store.errors import StoreError
 
 if TYPE_CHECKING:
@@ -75,6 +76,15 @@ def _suites(names: list[str] | None) -> list[Suite]:
         except ValueError:
             fail(f"unknown suite {name!r}; suites: {', '.join(SUITE_NAMES)}")
     return list(dict.fromkeys(chosen))
+
+
+def _version_id(ref: str) -> str:
+    """A stored harness version's id (the fixed oracle names its runs by it)."""
+    with open_store() as store:
+        try:
+            return store.resolve(ref)
+        except StoreError as exc:
+            fail(f"--oracle-fixed: {exc}")
 
 
 def _oracle(store: Store, memorised: str | None = None) -> ClientFactory:
@@ -276,26 +286,32 @@ def run_cmd(
     adapter: AdapterOpt = None,
     suite: SuiteOpt = None,
     limit: LimitOpt = None,
-    variants: Annotated[int, typer.Option("--variants", min=1, help="HV-QA variants (K).")] = 8,
-    samples: Annotated[int, typer.Option("--samples", min=1, help="Repeats (pass^k).")] = 1,
-    seed: Annotated[int, typer.Option("--seed", min=0)] = 0,
+    variants: Annotated[
+        int, typer.Option("--variants", min=1, help="HV-QA variants (K).")
+    ] = RUN_DEFAULTS["variants"],
+    samples: Annotated[
+        int, typer.Option("--samples", min=1, help="Repeats (pass^k).")
+    ] = RUN_DEFAULTS["samples"],
+    seed: Annotated[int, typer.Option("--seed", min=0)] = RUN_DEFAULTS["seed"],
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, help="Items in flight (batched on the server).")
-    ] = 8,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1)] = 256,
-    temperature: Annotated[float, typer.Option("--temperature", min=0.0)] = 0.0,
+    ] = RUN_DEFAULTS["concurrency"],
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1)] = RUN_DEFAULTS["max_tokens"],
+    temperature: Annotated[float, typer.Option("--temperature", min=0.0)] = RUN_DEFAULTS[
+        "temperature"
+    ],
     call_timeout: Annotated[
         float,
         typer.Option(
             "--call-timeout", min=0.001, help="Seconds one model call may take (then: error)."
         ),
-    ] = 120.0,
+    ] = RUN_DEFAULTS["call_timeout_s"],
     item_timeout: Annotated[
         float,
         typer.Option(
             "--item-timeout", min=0.001, help="Seconds one whole item may take (then: error)."
         ),
-    ] = 600.0,
+    ] = RUN_DEFAULTS["item_timeout_s"],
     harness: Annotated[
         str | None,
         typer.Option("--harness", help="Stored version (default: live-host@production)."),
@@ -321,16 +337,29 @@ def run_cmd(
         str | None, typer.Option("--judge-model", help="Judge model id.")
     ] = None,
     oracle: OracleOpt = False,
+    oracle_fixed: Annotated[
+        str | None,
+        typer.Option(
+            "--oracle-fixed",
+            help="The oracle fixed on this stored harness version: it keeps calling tools "
+            "and skills by that version's names (a stand-in for a model trained on it).",
+        ),
+    ] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the report here.")] = None,
 ) -> None:
     """Evaluate a model on one or more suites; rows are stored as they complete."""
     from pydantic import ValidationError
 
     from core.eval.api import EvalError, EvalRequest, run_eval
+    from core.eval.oracle_model import fixed_name
     from core.models import DEMO_MODEL_NAME
 
     engine = _engine(engine, base_url)
     name = model or ("oracle" if oracle else DEMO_MODEL_NAME)
+    fixed_id: str | None = None
+    if oracle_fixed is not None:
+        fixed_id = _version_id(oracle_fixed)
+        name = fixed_name(fixed_id)
     try:
         request = EvalRequest(
             model=name,
@@ -357,7 +386,7 @@ def run_cmd(
     except ValidationError as exc:
         fail(f"invalid evaluation request: {exc}")
     with open_store() as store:
-        factory = _oracle(store) if oracle else None
+        factory = _oracle(store, fixed_id) if oracle or fixed_id else None
         try:
             with _Bar("eval") as bar:
                 run = run_eval(store, request, on_progress=bar, client_factory=factory)

@@ -17,7 +17,14 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from core.eval.results import EvalResult, Suite
 from core.harness.demo import DEMO_HARNESS
@@ -116,6 +123,17 @@ class EvalRequest(BaseModel):
     @classmethod
     def _unique_suites(cls, suites: list[Suite]) -> list[Suite]:
         return list(dict.fromkeys(suites))
+
+    @model_validator(mode="after")
+    def _an_item_outlasts_a_call(self) -> EvalRequest:
+        """An item shorter than one model call would time every item out before its first
+        answer: refused here, for the CLI and the studio's form alike."""
+        if self.item_timeout_s < self.call_timeout_s:
+            raise ValueError(
+                f"item_timeout_s: an item ({self.item_timeout_s:g} s) must be allowed at least "
+                f"one model call ({self.call_timeout_s:g} s)"
+            )
+        return self
 
     @field_serializer("base_url", "judge_url")
     def _stored_url(self, url: str | None) -> str | None:

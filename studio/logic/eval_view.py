@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.eval.command import RUN_DEFAULTS, run_command
 from core.eval.oracle_model import ORACLE, ORACLE_FIXED, fixed_name, oracle_factory
 from core.eval.results import HV_BASE, EvalResult, ResultStatus, Suite
 from core.eval.results import SUITE_LABELS as REPORT_SUITE_LABELS
@@ -99,7 +100,10 @@ def model_choices(store: Store) -> list[ModelChoice]:
 
 @dataclass(frozen=True)
 class LaunchRequest:
-    """The Run form's values."""
+    """The Run form's values: an `EvalRequest` (its fields, defaults and checks, core's) plus
+    what only the form has: which kind of model (a registered one, the oracle, the oracle
+    fixed on a version) and whether a server is started or given by URL. Its command line is
+    core's (`core.eval.command.run_command`), the one `hat eval run` reads back."""
 
     model: str
     kind: str = "model"
@@ -108,13 +112,13 @@ class LaunchRequest:
     """Stored version id the run uses."""
     suites: tuple[str, ...] = ("ls-qa",)
     limit: int | None = 20
-    variants: int = 8
-    samples: int = 1
-    concurrency: int = 1
-    max_tokens: int = 256
-    call_timeout_s: float = 120.0
+    variants: int = RUN_DEFAULTS["variants"]
+    samples: int = RUN_DEFAULTS["samples"]
+    concurrency: int = RUN_DEFAULTS["concurrency"]
+    max_tokens: int = RUN_DEFAULTS["max_tokens"]
+    call_timeout_s: float = RUN_DEFAULTS["call_timeout_s"]
     """One model call; longer is an infrastructure error (not scored, retryable)."""
-    item_timeout_s: float = 600.0
+    item_timeout_s: float = RUN_DEFAULTS["item_timeout_s"]
     """One whole item (every turn and tool call)."""
     server: str = "managed"
     """managed (start a server for the model) | url (a running OpenAI-compatible server)"""
@@ -131,9 +135,13 @@ class LaunchRequest:
     def model_name(self) -> str:
         if self.kind == "oracle-fixed":
             return fixed_name(self.fixed_on or "")
-        return self.model
+        return ORACLE if self.kind == "oracle" else self.model
 
     def validate(self) -> None:
+        """What the form alone knows, then core's own checks (`eval_request`)."""
+        self.eval_request()
+
+    def _check_form(self) -> None:
         if not self.model:
             raise RequestError("model", "pick a model")
         if not self.suites:
@@ -144,16 +152,6 @@ class LaunchRequest:
             raise RequestError("fixed_on", "pick the harness version the oracle keeps")
         if self.kind == "model" and self.server == "url":
             check_url("base_url", self.base_url, "a running server")
-        if self.call_timeout_s <= 0:
-            raise RequestError("call_timeout_s", "a model call needs more than 0 s")
-        if self.item_timeout_s < self.call_timeout_s:
-            raise RequestError(
-                "item_timeout_s",
-                f"an item ({self.item_timeout_s:g} s) must be allowed at least one model call "
-                f"({self.call_timeout_s:g} s)",
-            )
-        if self.engine not in ("transformers", "vllm"):
-            raise RequestError("engine", f"unknown engine {self.engine!r}")
         if self.uses_task_file:
             path = Path(self.task_file.strip()).expanduser()
             if not self.task_file.strip():
@@ -165,69 +163,61 @@ class LaunchRequest:
     def uses_task_file(self) -> bool:
         return any(s in self.suites for s in TASK_FILE_SUITES)
 
-    def eval_request(self) -> EvalRequest:
-        from core.eval.api import EvalRequest
-
-        self.validate()
+    def _fields(self) -> dict[str, Any]:
         url = self.kind == "model" and self.server == "url"
-        return EvalRequest(
-            model=self.model_name,
-            adapter=self.adapter if self.kind == "model" else None,
-            suites=[Suite(s) for s in self.suites],
-            harness=self.harness,
-            limit=self.limit,
-            variants=self.variants,
-            samples=self.samples,
-            concurrency=self.concurrency,
-            max_tokens=self.max_tokens,
-            call_timeout_s=self.call_timeout_s,
-            item_timeout_s=self.item_timeout_s,
-            engine=self.engine,  # type: ignore[arg-type]
-            base_url=(self.base_url.strip() or None) if url else None,
-            model_id=(self.model_id.strip() or None) if url else None,
-            ifeval_path=self.ifeval_path.strip() or None,
-            task_file=(
-                str(Path(self.task_file.strip()).expanduser().resolve())
-                if self.uses_task_file
+        task_file = self.task_file.strip()
+        return {
+            "model": self.model_name,
+            "adapter": self.adapter if self.kind == "model" else None,
+            "suites": [Suite(s) for s in self.suites],
+            "harness": self.harness,
+            "limit": self.limit,
+            "variants": self.variants,
+            "samples": self.samples,
+            "concurrency": self.concurrency,
+            "max_tokens": self.max_tokens,
+            "call_timeout_s": self.call_timeout_s,
+            "item_timeout_s": self.item_timeout_s,
+            "engine": self.engine,
+            "base_url": (self.base_url.strip() or None) if url else None,
+            "model_id": (self.model_id.strip() or None) if url else None,
+            "ifeval_path": self.ifeval_path.strip() or None,
+            "task_file": (
+                str(Path(task_file).expanduser().resolve())
+                if self.uses_task_file and task_file
                 else None
             ),
-        )
+        }
+
+    def eval_request(self) -> EvalRequest:
+        """The request, built and checked by core: a value core refuses is a RequestError
+        naming the form's field, with core's message."""
+        from pydantic import ValidationError
+
+        from core.eval.api import EvalRequest
+
+        self._check_form()
+        try:
+            return EvalRequest(**self._fields())
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            message = str(error.get("msg", exc)).removeprefix("Value error, ")
+            where = [str(p) for p in error.get("loc", ())]
+            if where:
+                raise RequestError(where[0], message) from None
+            field_name, _, said = message.partition(": ")  # a check of several fields
+            raise RequestError(field_name, said) from None
 
     def command(self) -> str:
-        """The equivalent `hat eval run` line."""
-        parts = ["hat eval run"]
-        if self.kind == "model":
-            parts.append(f"--model {self.model}")
-            if self.adapter:
-                parts.append(f"--adapter {self.adapter}")
-        else:
-            parts.append("--oracle")
-        parts += [f"-s {s}" for s in self.suites]
-        if self.limit:
-            parts.append(f"--limit {self.limit}")
-        if any(s in self.suites for s in HV_SUITE_KEYS):
-            parts.append(f"--variants {self.variants}")
-        if self.samples > 1:
-            parts.append(f"--samples {self.samples}")
-        if self.harness:
-            parts.append(f"--harness {self.harness[:10]}")
-        if self.kind == "model" and self.server == "url" and self.base_url.strip():
-            parts.append(f"--base-url {self.base_url.strip()}")
-        elif self.kind == "model" and self.engine != "transformers":
-            parts.append(f"--engine {self.engine}")
-        if self.max_tokens != 256:
-            parts.append(f"--max-tokens {self.max_tokens}")
-        if self.concurrency > 1:
-            parts.append(f"--concurrency {self.concurrency}")
-        if self.call_timeout_s != 120.0:
-            parts.append(f"--call-timeout {self.call_timeout_s:g}")
-        if self.item_timeout_s != 600.0:
-            parts.append(f"--item-timeout {self.item_timeout_s:g}")
-        if self.ifeval_path.strip() and "ifeval" in self.suites:
-            parts.append(f"--ifeval {self.ifeval_path.strip()}")
-        if self.task_file.strip() and self.uses_task_file:
-            parts.append(f"--tasks {self.task_file.strip()}")
-        return " ".join(parts)
+        """The equivalent `hat eval run` line (core's), shown while the form is still being
+        filled in: the values as they stand, checked or not."""
+        from core.eval.api import EvalRequest
+
+        return run_command(
+            EvalRequest.model_construct(**self._fields()),
+            oracle=self.kind == "oracle",
+            fixed_on=self.fixed_on if self.kind == "oracle-fixed" else None,
+        )
 
     def factory(self, store: Store) -> ClientFactory | None:
         if self.kind == "oracle":

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.durations import format_duration
+from core.eval.command import RUN_DEFAULTS
 from core.serving.engines import pick_engine
 from studio.context import StoreChange, StudioContext
 from studio.logic.eval_view import HV_SUITE_KEYS, SUITE_CHOICES, TASK_FILE_SUITES
@@ -190,19 +191,19 @@ class RunView(JobView):
         self.limit.setSuffix(" tasks")
         self.variants = QSpinBox()
         self.variants.setRange(1, 64)
-        self.variants.setValue(8)
+        self.variants.setValue(RUN_DEFAULTS["variants"])
         self.variants.setSuffix(" per task")
         self.samples = QSpinBox()
         self.samples.setRange(1, 16)
         self.max_tokens = QSpinBox()
         self.max_tokens.setRange(16, 32_768)
-        self.max_tokens.setValue(256)
+        self.max_tokens.setValue(RUN_DEFAULTS["max_tokens"])
         self.concurrency = QSpinBox()
         self.concurrency.setRange(1, 64)
-        self.concurrency.setValue(8)  # batched on the server: 8 cost little more than 1
+        self.concurrency.setValue(RUN_DEFAULTS["concurrency"])  # batched: 8 cost little more
         self.call_timeout = QSpinBox()
         self.call_timeout.setRange(1, 3600)
-        self.call_timeout.setValue(120)
+        self.call_timeout.setValue(int(RUN_DEFAULTS["call_timeout_s"]))
         self.call_timeout.setSuffix(" s")
         self.call_timeout.setToolTip(
             "One model call; a longer one is an infrastructure error: left out of the "
@@ -210,7 +211,7 @@ class RunView(JobView):
         )
         self.item_timeout = QSpinBox()
         self.item_timeout.setRange(1, 86_400)
-        self.item_timeout.setValue(600)
+        self.item_timeout.setValue(int(RUN_DEFAULTS["item_timeout_s"]))
         self.item_timeout.setSuffix(" s")
         self.item_timeout.setToolTip("One whole item: every turn and tool call")
         self.version = elastic_combo()
