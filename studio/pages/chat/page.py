@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer
@@ -54,6 +52,7 @@ from PySide6.QtWidgets import (
 
 from studio import theme
 from studio.context import StudioContext
+from studio.logic.chat_queue import ChatJob, ChatQueue, LaneState, lane_problem
 from studio.logic.chat_server import Endpoint, ServerProblem
 from studio.pages.chat.column import ChatColumn, TurnView
 from studio.pages.chat.server_panel import ServerPanel
@@ -65,15 +64,6 @@ MODES = (("single", "Chat"), ("ab_harness", "A/B harness"), ("ab_model", "A/B mo
 LANES = ("A", "B")
 LANE_LABEL_ROLE = Qt.ItemDataRole.UserRole + 1
 """Item role of a harness choice's stored label ("live-host @ a1b2c3d4e5 · production")."""
-
-
-@dataclass
-class _Job:
-    lane: str
-    message: str
-    task: Any = None
-    fresh: bool = False
-    meta: str = ""
 
 
 class ChatPage(QWidget):
@@ -90,11 +80,10 @@ class ChatPage(QWidget):
         """The version each lane runs now."""
         self.presets: list[Any] = []
         self.replay: Any = None
-        self._queue: deque[_Job] = deque()
-        self._running: str | None = None
+        self.queue = ChatQueue()
+        """Which lane answers next, the A/B order, what Stop drops (studio/logic/chat_queue)."""
         self._task: Any = None
         self._turn: Any = None
-        self._flip = False
         self._room_task: Any = None
         self._faults: list[tuple[str, FaultCard]] = []
         self._loaded = False
@@ -529,7 +518,7 @@ class ChatPage(QWidget):
 
     @property
     def busy(self) -> bool:
-        return self._running is not None or bool(self._queue)
+        return self.queue.busy
 
     def send(self) -> None:
         """Send the composer's text to every active lane."""
@@ -544,20 +533,17 @@ class ChatPage(QWidget):
         """Why the lanes cannot take a message now (None when they can)."""
         for key in lanes or self.active_lanes():
             panel = self.server_for(key)
-            if panel.endpoint is None:
-                which = (
-                    f"model server {panel.slot}"
-                    if self.mode.value() == "ab_model"
-                    else "a model server"
+            which = f"model server {panel.slot}" if self.mode.value() == "ab_model" else ""
+            problem = lane_problem(
+                LaneState(
+                    has_endpoint=panel.endpoint is not None,
+                    server_state=panel.state,
+                    server_label=which or "a model server",
+                    harness_loaded=key in self.lanes,
                 )
-                state = panel.state
-                if state == "starting":
-                    return f"The {which.removeprefix('a ')} is still starting."
-                if state == "died":
-                    return "The model server stopped: restart it on the left to go on."
-                return f"Start {which} (or connect to one) on the left first."
-            if key not in self.lanes:
-                return "The harness version is still loading."
+            )
+            if problem is not None:
+                return problem
         return None
 
     def ask(
@@ -576,36 +562,30 @@ class ChatPage(QWidget):
             self.banner.show_message("warning", problem)
             return False
         self.banner.hide()
-        order = list(lanes)
-        if len(order) > 1:
-            self._flip = not self._flip
-            if not self._flip:
-                order.reverse()
-        for key in order:
-            self._queue.append(_Job(key, message, task, fresh, meta))
+        self.queue.add(message, lanes, task=task, fresh=fresh, meta=meta)
         self._update_busy()
         self._dispatch()
         return True
 
     def _dispatch(self) -> None:
-        if self._running is not None:
+        if self.queue.running is not None:
             return
-        if not self._queue:
+        job = self.queue.start_next()
+        if job is None:
             self._idle()
             return
-        job = self._queue.popleft()
         endpoint = self.server_for(job.lane).endpoint
         lane = self.lanes.get(job.lane)
         column = self.columns[job.lane]
         if endpoint is None or lane is None:
             turn = column.begin_turn(job.message, job.meta)
             turn.fail("Not sent", self.ready([job.lane]) or "No server", "")
+            self.queue.finished()
             self._dispatch()
             return
         if lane.session.rows and lane.session.model not in (None, endpoint.model):
             lane.reset()
             column.add_divider(f"New conversation  ·  {endpoint.label}")
-        self._running = job.lane
         turn = column.begin_turn(job.message, job.meta)
         column.set_status("answering…")
         stream = column.stream
@@ -644,10 +624,10 @@ class ChatPage(QWidget):
         """Stop the reply being written and drop the queued ones. The request is abandoned
         (its model call closed), the turn says so, and the history stays as it was before
         the message: the conversation goes on as if it had not been sent."""
-        task, turn, lane = self._task, self._turn, self._running
-        if lane is None:
+        running = self.queue.stop()
+        if running is None:
             return
-        self._queue.clear()
+        task, turn, lane = self._task, self._turn, running.lane
         if task is None:  # running in a worker thread (no event loop): it cannot be cut off
             self.banner.show_message("warning", "This reply cannot be stopped; it ends soon.")
             return
@@ -658,11 +638,11 @@ class ChatPage(QWidget):
         if turn is not None:
             turn.fail("Stopped", "You stopped this reply; it is not in the conversation.")
         self._task = self._turn = None
-        self._running = None
+        self.queue.finished()
         self._update_busy()
         self._dispatch()
 
-    def _answered(self, job: _Job, turn: TurnView, trace: Any) -> None:
+    def _answered(self, job: ChatJob, turn: TurnView, trace: Any) -> None:
         column = self.columns[job.lane]
         column.stream.flush()
         turn.finish(trace)
@@ -673,20 +653,20 @@ class ChatPage(QWidget):
         column.set_status("")
         if trace.status.value == "model_error":
             self._diagnose(job, turn, trace.reason, len(lane.history))
-        self._running = None
+        self.queue.finished()
         self._update_busy()
         self._dispatch()
 
-    def _crashed(self, job: _Job, turn: TurnView, exc: BaseException) -> None:
+    def _crashed(self, job: ChatJob, turn: TurnView, exc: BaseException) -> None:
         column = self.columns[job.lane]
         column.stream.flush()
         column.set_status("")
         turn.fail("The request failed", f"{type(exc).__name__}: {exc}")
-        self._running = None
+        self.queue.finished()
         self._update_busy()
         self._dispatch()
 
-    def _diagnose(self, job: _Job, turn: TurnView, reason: str | None, history: int) -> None:
+    def _diagnose(self, job: ChatJob, turn: TurnView, reason: str | None, history: int) -> None:
         panel = self.server_for(job.lane)
         server = panel.server
 
@@ -709,7 +689,7 @@ class ChatPage(QWidget):
             label="Checking the model server",
         )
 
-    def _ask_again(self, job: _Job) -> None:
+    def _ask_again(self, job: ChatJob) -> None:
         self.ask(job.message, task=job.task, meta=job.meta, fresh=job.fresh, lanes=[job.lane])
 
     def _update_busy(self) -> None:
