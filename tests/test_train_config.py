@@ -43,9 +43,10 @@ from core.train.config import (
     parse_pipeline,
     parse_stage,
 )
-from core.train.data import DataError, chat_row, compact_system_prompt, load_sft_rows
+from core.train.data import DataError, chat_row, load_sft_rows
 from core.train.events import (
     EventWriter,
+    Resume,
     effective_logs,
     read_control,
     read_events,
@@ -275,15 +276,15 @@ def test_run_store_events_checkpoints_and_resume(tmp_path: Path) -> None:
             {"seq": 4, "time": 3.5, "event": "checkpoint", "step": 2, "path": "c2"},
             {"seq": 5, "time": 4.0, "event": "log", "step": 3, "total": 4, "loss": 1.2},
         ]
-        run = ingest_events(store, "sft-2026", events, 100)  # by unique prefix
+        run = ingest_events(store, "sft-2026", events, 100, resume_of=Resume.of)  # by unique prefix
         assert (run.step, run.total_steps, run.events_offset) == (3, 4, 100)
-        ingest_events(store, run.id, events[-1:], 100)  # a repeat is ignored
+        ingest_events(store, run.id, events[-1:], 100, resume_of=Resume.of)  # a repeat is ignored
         resumed = [
             {"seq": 6, "time": 9.0, "event": "resume", "from_step": 2},
             {"seq": 7, "time": 10.0, "event": "log", "step": 3, "total": 4, "loss": 1.1},
             {"seq": 8, "time": 11.0, "event": "log", "step": 4, "total": 4, "loss": 1.0},
         ]
-        run = ingest_events(store, run.id, resumed, 200)
+        run = ingest_events(store, run.id, resumed, 200, resume_of=Resume.of)
         logs = run_events(store, run.id, kind="log")
         assert [(e["step"], e["loss"]) for e in logs] == [(1, 2.0), (2, 1.5), (3, 1.1), (4, 1.0)]
         assert len(run_events(store, run.id, kind="log", include_superseded=True)) == 5
@@ -327,8 +328,46 @@ def test_compact_prompt_names_every_tool_and_skill(sft_rows: Path) -> None:
     assert chat["messages"][1:] == [{"role": m["role"], "content": m["content"]}
                                     for m in row["messages"][1:]]  # fmt: skip
     assert "tools" not in chat  # prompt protocol: the tools live in the system prompt
-    assert compact_system_prompt([]).startswith("You are the live-stream shopping host.")
+    # who the agent is comes from the row's own prompt, the loader from the loader's spec
+    assert prompt.startswith('You are Mia, the digital host of "Luma Weekend Live"')
+    assert "Skills (load with load_skill before replying): " in prompt
     assert len(prompt) < 900
+
+
+def test_compact_prompt_of_another_harness_speaks_its_words(tmp_path: Path) -> None:
+    """A harness that is not the live room: its compact prompt (SFT rows and RL prompts alike)
+    holds no live-room wording, names its own loader however it is called, and says no persona
+    it did not write."""
+    from core.harness.folder import import_folder
+    from core.harness.render import (
+        compact_prompt,
+        render_compact_system_prompt,
+        render_system_prompt,
+        tool_specs,
+    )
+
+    desk = import_folder(
+        Path(__file__).resolve().parents[1] / "resources/examples/order_desk/harness",
+        trust_python_hooks=True,
+    )
+    prompt = render_compact_system_prompt(desk)
+    assert "live" not in prompt.lower() and "viewer" not in prompt.lower()
+    assert prompt.splitlines()[0].startswith("You are") and prompt.splitlines()[0] in (
+        render_system_prompt(desk)
+    )
+    renamed = desk.model_copy(
+        update={"settings": desk.settings.model_copy(update={"load_skill_tool": "fetch_playbook"})}
+    )
+    specs = tool_specs(renamed)
+    assert "(load with fetch_playbook before replying)" in compact_prompt(specs, persona=None)
+    assert not compact_prompt(specs, persona=None).startswith("You are")
+    messages = [
+        {"role": "system", "content": render_system_prompt(desk)},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+    ]
+    row = {"messages": messages, "tools": tool_specs(desk)}
+    assert chat_row(row, system_prompt="compact")["messages"][0]["content"] == prompt
 
 
 def test_prompt_bank_is_ours_and_not_ifeval() -> None:

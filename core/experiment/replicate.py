@@ -631,21 +631,28 @@ class Replication:
     ) -> ManagedServer:
         """The server one model is evaluated on, as every evaluation of the run serves it (the
         profile's engine, dtype and items in flight, prefix caching on vLLM); `dtype` and
-        `concurrency` override the profile's (benchmarks/eval_flips.py). Not started."""
+        `concurrency` override the profile's (benchmarks/eval_flips.py). Not started.
+
+        Through `server_for` like every server of core; by the model's folder, as the run
+        records it (a registration can fail and leave the folder), under the folder's path
+        as the model id that the run's stored requests name."""
         from core.serving.engines import EngineConfig
-        from core.serving.server import ManagedServer as Server
+        from core.serving.launch import server_for
 
         ev = self.profile.eval
         engine = self.engine()
         seqs = concurrency or ev.concurrency
-        return Server(
-            EngineConfig(
-                engine,
-                dtype=dtype or ev.dtype,
-                extra_args=["--enable-prefix-caching"] if engine == "vllm" else [],
-                max_num_seqs=seqs if engine == "vllm" else None,
-            ),
+        config = EngineConfig(
+            engine,
+            dtype=dtype or ev.dtype,
+            extra_args=["--enable-prefix-caching"] if engine == "vllm" else [],
+            max_num_seqs=seqs if engine == "vllm" else None,
+        )
+        return server_for(
+            self.store,
+            config,
             self.model_folder(model),
+            by_location=True,
             startup_timeout_s=900,
             log_dir=log_dir,
         )
@@ -670,8 +677,8 @@ class Replication:
         `concurrency` at a time (batched decoding) and the rendered harness is byte-stable, so
         vLLM's prefix cache serves the shared system prompt across items and turns. Suites
         run one after another (agent suites first); a server that died during a suite is
-        started again and the suite resumed (its model_error rows are run again). "partial"
-        when the deadline stopped it."""
+        started again (`core.serving.launch.revive`) and the suite resumed (its model_error
+        rows are run again). "partial" when the deadline stopped it."""
         from core.eval.api import RunStatus, get_eval_run
 
         runs: dict[str, str] = entry.setdefault("runs", {})
@@ -718,11 +725,12 @@ class Replication:
         return None
 
     def _run_part(
-        self, model: str, part: str, request: Any, entry: dict[str, Any], server: Any,
+        self, model: str, part: str, request: Any, entry: dict[str, Any], server: ManagedServer,
         say: Message,
     ) -> Any:  # fmt: skip
         """One suite of one model on the model's running server (`_evaluate`)."""
         from core.eval.api import resume_eval, run_eval
+        from core.serving.launch import revive
 
         runs: dict[str, str] = entry["runs"]
         t0 = time.monotonic()
@@ -741,10 +749,8 @@ class Replication:
             run = run_eval(self.store, request, on_progress=progress, stop=stop)
             runs[part] = run.id
             self.save()
-        if not server.alive:
-            say(f"{part}: the server died during the suite; starting it again and resuming")
-            server.stop()
-            server.start()
+        if revive(server):
+            say(f"{part}: the server died during the suite; started it again, resuming")
             run = resume_eval(
                 self.store, runs[part], base_url=server.base_url, on_progress=progress, stop=stop
             )
@@ -888,6 +894,7 @@ SNAPSHOT = (
     "core.experiment.report",
     "core.hsa.augment",
     "core.hsa.policy",
+    "core.serving.launch",
     "core.serving.server",
     "core.sim.graders",
     "core.train.pipeline",

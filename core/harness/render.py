@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from string import Template
 from typing import Any
 
@@ -35,11 +36,20 @@ offered only when an enabled skill has files: the agentskills.io spec's progress
 disclosure (SKILL.md first, its files when the instructions point at them)."""
 
 
+LOADER_DESCRIPTION = "Load the full instructions of a skill from the skill index."
+"""How the built-in loader's spec starts; a tool list names its loader by this (`skill_loader`)."""
+
+TOOL_CALL_SYNTAX = (
+    '<tool_call>{"name": "<tool name>", "arguments": {<arguments as JSON>}}</tool_call>'
+)
+"""The call syntax both prompts ask for; core/harness/tool_calls.py reads it back."""
+
+
 def load_skill_spec(harness: Harness) -> dict[str, Any]:
     """The built-in skill loader, shaped like any other function tool."""
     names = [s.name for s in harness.active_skills]
     properties: dict[str, Any] = {"name": {"type": "string", "enum": names}}
-    description = "Load the full instructions of a skill from the skill index."
+    description = LOADER_DESCRIPTION
     if any(s.files for s in harness.active_skills):
         properties[SKILL_FILE_ARGUMENT] = {
             "type": "string",
@@ -80,7 +90,8 @@ def tool_block(harness: Harness) -> str:
     return (
         "\n".join(lines)
         + "\n\nTo call a tool, write exactly:\n"
-        + '<tool_call>{"name": "<tool name>", "arguments": {<arguments as JSON>}}</tool_call>\n'
+        + TOOL_CALL_SYNTAX
+        + "\n"
         + "You may write several tool calls in one message. "
         + f"Write the final reply to the {audience} as plain text with no tool call."
     )
@@ -139,3 +150,56 @@ def render_system_prompt(harness: Harness) -> str:
             key = f"{title} ({n})"
         data[key] = body
     return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+# ----------------------------------------------------------------------------- compact prompt
+
+PERSONA = re.compile(r"\bYou are\b[^.!?\n]*[.!?]")
+
+
+def persona_line(system_prompt: str) -> str | None:
+    """The prompt's first "You are ..." sentence: the compact prompt says who the agent is in
+    the harness's own words, never in a domain's the harness did not write."""
+    found = PERSONA.search(system_prompt)
+    return found.group(0) if found else None
+
+
+def skill_loader(specs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The built-in loader's function in a rendered tool list (`tool_specs`), known by the
+    description `load_skill_spec` gives it: a row carries its tools, not its harness."""
+    for spec in specs:
+        fn = spec.get("function", spec) if isinstance(spec, dict) else {}
+        if isinstance(fn, dict) and str(fn.get("description", "")).startswith(LOADER_DESCRIPTION):
+            return fn
+    return None
+
+
+def compact_prompt(specs: Sequence[dict[str, Any]], *, persona: str | None) -> str:
+    """A short system prompt (module doc of core/train/data.py: CPU experiments only): who the
+    agent is, the skills, each tool with its parameters, and the call syntax of `tool_block`."""
+    lines = [persona] if persona else []
+    loader = skill_loader(specs)
+    calls = []
+    for spec in specs:
+        fn = spec.get("function", spec) if isinstance(spec, dict) else {}
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if not isinstance(name, str):
+            continue
+        params = fn.get("parameters", {}).get("properties", {})
+        calls.append(f"{name}({', '.join(params)})")
+    if loader is not None:
+        enum = (loader.get("parameters", {}).get("properties", {}).get("name") or {}).get("enum")
+        skills = [str(s) for s in enum] if isinstance(enum, list) else []
+        if skills:
+            lines.append(
+                f"Skills (load with {loader['name']} before replying): {', '.join(skills)}."
+            )
+    if calls:
+        lines.append("Tools: " + "; ".join(calls) + ".")
+    lines.append(f"Call tools as {TOOL_CALL_SYNTAX}; reply in plain text.")
+    return "\n".join(lines)
+
+
+def render_compact_system_prompt(harness: Harness) -> str:
+    """`compact_prompt` of a harness: what a compact SFT row of it trains on."""
+    return compact_prompt(tool_specs(harness), persona=persona_line(render_system_prompt(harness)))

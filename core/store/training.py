@@ -8,16 +8,19 @@
 
 Each function is one transaction; failures a user can cause raise ``StoreError``. What the
 rows mean (statuses, the event stream, resumes) is defined in ``core.train``; this module only
-keeps them. A run id may be given by a unique prefix.
+keeps them. The resume rule in particular is ``core.train.events.Resume``, which
+``ingest_events`` is handed (``resume_of``) because the store sits floors below core.train
+and may not import it: the store applies the rule, it never decides it. A run id may be given
+by a unique prefix.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -29,6 +32,21 @@ from core.store.tables import TrainCheckpoint, TrainEvent, TrainRun
 from core.store.types import utcnow
 
 RUN_STATUSES = ("created", "running", "done", "failed", "stopped", "cancelled")
+_CUT_CHUNK = 500
+"""Rows a resume marks superseded per UPDATE (SQLite limits a statement's variables)."""
+
+
+class Cut(Protocol):
+    """What a stream event cuts from the run's curve and progress (``core.train.events.Resume``,
+    the one implementation; a Protocol here so the store can apply it without importing it)."""
+
+    def supersedes(self, step: float | None) -> bool: ...
+
+    def rewind(self, step: int) -> int: ...
+
+
+ResumeOf = Callable[[Mapping[str, Any]], Cut | None]
+"""The cut an event makes, None for one that cuts nothing (``core.train.events.Resume.of``)."""
 
 
 @dataclass(frozen=True)
@@ -163,12 +181,18 @@ def update_run(store: Store, ref: str, **changes: Any) -> RunRecord:
 
 
 def ingest_events(
-    store: Store, ref: str, events: Sequence[dict[str, Any]], offset: int
+    store: Store,
+    ref: str,
+    events: Sequence[dict[str, Any]],
+    offset: int,
+    *,
+    resume_of: ResumeOf,
 ) -> RunRecord:
     """Copy new stream events (by seq; repeats ignored), checkpoints and progress; one write.
 
-    A `resume` event marks the stored log events of later steps superseded, so the curve in
-    the store matches `core.train.events.effective_logs`.
+    An event for which `resume_of` gives a cut (a `resume`: core.train.events.Resume) marks
+    the stored log events before it that the cut supersedes and rewinds the progress, so the
+    curve in the store is the one the live monitor draws from the same stream.
     """
     with transaction(store.engine, store.path, write=True) as conn:
         pk, _ = _resolve(conn, ref)
@@ -182,15 +206,10 @@ def ingest_events(
                 continue
             kind = str(event.get("event", ""))[:16]
             ev_step = event.get("step") if isinstance(event.get("step"), int) else None
-            if kind == "resume":
-                cut = int(event.get("from_step") or 0)
-                conn.execute(
-                    update(TrainEvent)
-                    .where(TrainEvent.run_pk == pk, TrainEvent.kind == "log")
-                    .where(TrainEvent.step > cut, TrainEvent.seq < seq)
-                    .values(superseded=True)
-                )
-                step = min(step, cut)
+            cut = resume_of(event)
+            if cut is not None:
+                _supersede(conn, pk, seq, cut)
+                step = cut.rewind(step)
             conn.execute(
                 sqlite_insert(TrainEvent)
                 .values(
@@ -227,6 +246,28 @@ def ingest_events(
             .values(events_offset=offset, step=step, total_steps=total)
         )
     return get_run(store, ref)
+
+
+def _supersede(conn: Connection, pk: int, seq: int, cut: Cut) -> None:
+    """Mark the run's live log rows written before event `seq` that `cut` supersedes. The
+    rule is applied in Python to the candidate rows (not restated as a SQL condition), so
+    the store cannot drift from it; a resume is rare and a run's log rows are few."""
+    rows = conn.execute(
+        select(TrainEvent.seq, TrainEvent.step).where(
+            TrainEvent.run_pk == pk,
+            TrainEvent.kind == "log",
+            TrainEvent.seq < seq,
+            TrainEvent.superseded.is_(False),
+        )
+    ).all()
+    cut_seqs = [row_seq for row_seq, step in rows if cut.supersedes(step)]
+    for start in range(0, len(cut_seqs), _CUT_CHUNK):
+        chunk = cut_seqs[start : start + _CUT_CHUNK]
+        conn.execute(
+            update(TrainEvent)
+            .where(TrainEvent.run_pk == pk, TrainEvent.seq.in_(chunk))
+            .values(superseded=True)
+        )
 
 
 def run_events(

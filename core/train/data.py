@@ -7,10 +7,11 @@ tool results as the harness's protocol renders them) plus `tools` and provenance
 known roles, and at least one assistant message has content. `load_sft_rows` says why each
 dropped row was dropped; zero usable rows is a `DataError` (the run fails with that reason).
 
-**Compact system prompt** (`system_prompt: compact`): one persona line, the skill
-names, the tools with their parameters and the call syntax: ~200 tokens instead of the
-demo's ~2.5k. It exists so CPU experiments and tests can train on short rows; a model trained
-on it has not seen the served prompt, so never use it for a model you deploy.
+**Compact system prompt** (`system_prompt: compact`, core/harness/render.py `compact_prompt`):
+the harness's own "You are ..." sentence, the skill names, the tools with their parameters and
+the call syntax: ~200 tokens instead of the demo's ~2.5k. It exists so CPU experiments and
+tests can train on short rows; a model trained on it has not seen the served prompt, so never
+use it for a model you deploy.
 
 **OPD prompts**: `bank` is the bundled general-instruction prompt bank
 (resources/train/opd_prompts.jsonl, made by core/train/prompt_bank.py from templates, never
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.harness.render import compact_prompt, persona_line
 from core.jsonl import jsonl_lines
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
@@ -218,39 +220,12 @@ def chat_row(row: dict[str, Any], *, system_prompt: str = "full") -> dict[str, A
         messages.append(message)
     tools = row.get("tools") if isinstance(row.get("tools"), list) else []
     if system_prompt == "compact" and messages and messages[0]["role"] == "system":
-        messages[0] = {"role": "system", "content": compact_system_prompt(tools or [])}
+        persona = persona_line(str(messages[0]["content"]))
+        messages[0] = {"role": "system", "content": compact_prompt(tools or [], persona=persona)}
     out: dict[str, Any] = {"messages": messages}
     if row.get("tool_protocol") == "native" and tools:
         out["tools"] = tools
     return out
-
-
-def compact_system_prompt(tools: Sequence[dict[str, Any]], *, loader: str | None = None) -> str:
-    """A short system prompt naming the tools, skills and the call syntax (module doc)."""
-    lines = ["You are the live-stream shopping host."]
-    calls = []
-    skills: list[str] = []
-    for spec in tools:
-        fn = spec.get("function", spec) if isinstance(spec, dict) else {}
-        name = fn.get("name")
-        if not isinstance(name, str):
-            continue
-        params = fn.get("parameters", {}).get("properties", {}) if isinstance(fn, dict) else {}
-        if loader is None and "skill" in name.lower():
-            loader = name
-        if name == loader:
-            enum = (params.get("name") or {}).get("enum")
-            skills = [str(s) for s in enum] if isinstance(enum, list) else []
-        calls.append(f"{name}({', '.join(params)})")
-    if skills and loader:
-        lines.append(f"Skills (load with {loader} before replying): {', '.join(skills)}.")
-    if calls:
-        lines.append("Tools: " + "; ".join(calls) + ".")
-    lines.append(
-        'Call tools as <tool_call>{"name": "...", "arguments": {...}}</tool_call>; '
-        "reply in plain text."
-    )
-    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- prompts

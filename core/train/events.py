@@ -15,9 +15,12 @@ included), `time` (unix seconds) and `event`:
     {"event": "resume", "from_step", "checkpoint"}   a resumed child starts again after `step`
     {"event": "output", "adapter"?, "merged"?, "model"?}   folders the stage wrote
 
-Metric curves go through `effective_logs`: a `resume` event drops the log lines of steps after
-its checkpoint that the killed process had already written, so the curve continues without a
-gap or a repeated step.
+The resume rule (`Resume`, the one implementation): a `resume` event supersedes the log lines
+of steps after its checkpoint that the killed process had already written, so the curve
+continues without a gap or a repeated step. The store's copy of the stream
+(`core.store.training.ingest_events`, handed `Resume.of` by `core.train.runs.sync`), the live
+monitor's series (`core.train.monitor.MonitorState`) and `effective_logs` (the stream read
+whole) all apply it; none decides on its own what a resume cuts.
 
 Control: `request_control(run_dir, "stop" | "cancel")` writes `<run dir>/control`; the trainer
 callback checks it after every optimizer step. stop = save a checkpoint and the adapter, end
@@ -27,10 +30,12 @@ as "stopped" (resumable); cancel = end at once as "cancelled", nothing saved.
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -75,17 +80,54 @@ def iter_events(run_dir: Path) -> list[Event]:
     return read_events(events_path(run_dir))[0]
 
 
+@dataclass(frozen=True)
+class Resume:
+    """What one `resume` event cuts: the resumed process starts again after `from_step`, so
+    the log lines of later steps that the killed process wrote are superseded (the new
+    process writes those steps again) and the run's progress goes back to `from_step`.
+
+    The one place this rule lives (module doc). It decides one line or one step at a time,
+    so the store can apply it to its stored rows and the monitor to its series in memory,
+    each incrementally, and both agree (tests/test_resume_rule.py)."""
+
+    from_step: int
+
+    @classmethod
+    def of(cls, event: Mapping[str, Any]) -> Resume | None:
+        """The resume an event is, or None for any other event. A `from_step` that is not a
+        number reads as 0 (a resume from the start supersedes every line with a step)."""
+        if event.get("event") != "resume":
+            return None
+        value = event.get("from_step")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return cls(0)
+        return cls(int(value) if math.isfinite(value) else 0)
+
+    def supersedes(self, step: float | None) -> bool:
+        """Whether a log line written before this resume at `step` is superseded. A line
+        without a step is never superseded: it cannot be placed on the curve's x axis."""
+        return step is not None and step > self.from_step
+
+    def rewind(self, step: int) -> int:
+        """The run's progress after this resume, given its progress before."""
+        return min(step, self.from_step)
+
+
 def effective_logs(events: Iterable[Event]) -> list[Event]:
-    """The `log` events of the run's one metric curve (resumes applied, see module doc)."""
+    """The `log` events of the run's one metric curve, the stream read whole (`Resume`)."""
     logs: list[Event] = []
     for event in events:
-        kind = event.get("event")
-        if kind == "resume":
-            cut = int(event.get("from_step") or 0)
-            logs = [e for e in logs if int(e.get("step") or 0) <= cut]
-        elif kind == "log":
+        resume = Resume.of(event)
+        if resume is not None:
+            logs = [e for e in logs if not resume.supersedes(_step(e))]
+        elif event.get("event") == "log":
             logs.append(event)
     return logs
+
+
+def _step(event: Event) -> float | None:
+    step = event.get("step")
+    return None if isinstance(step, bool) or not isinstance(step, int | float) else step
 
 
 def last_phase(events: Iterable[Event]) -> Event | None:

@@ -12,8 +12,8 @@ new events. Nothing here re-reads a whole file after the first read, and nothing
 
 Metric series (x = optimizer step): `loss`, `learning_rate`, `grad_norm`, `tokens_per_s`,
 `reward` (the total) and `reward/<component>`, `completion_length`. A `resume` event cuts
-every series after its checkpoint step, like `events.effective_logs`, so the curve continues
-without a gap or a repeated step.
+every series by the one resume rule (`events.Resume`, which the store's copy applies too), so
+the curve continues without a gap or a repeated step.
 
 Re-attaching (`attach_runs`, when the studio opens a workspace): a run still marked running
 whose process is alive keeps running (the caller follows it); one whose process vanished is
@@ -38,7 +38,7 @@ from core.exits import tail_lines
 from core.store import Store
 from core.store.training import RunRecord, get_run, list_runs, run_events, update_run
 from core.store.types import utcnow
-from core.train.events import Event, events_path, read_events
+from core.train.events import Event, Resume, events_path, read_events
 from core.train.pipeline import PIPELINE_LOG
 from core.train.runs import (
     LOG_FILE,
@@ -122,16 +122,19 @@ class Series:
     version: int = 0
 
     def add(self, x: float, y: float) -> None:
-        if self.xs and x <= self.xs[-1]:  # a repeated step without a resume event
-            self.cut(x - 1)
+        if self.xs and x <= self.xs[-1]:
+            # a repeated step without a resume event: a chart's x must grow, so read it as a
+            # resume from the step before (the store keeps both lines; the stream's writer
+            # never repeats a step within one process)
+            self.cut(Resume(math.ceil(x) - 1))
         self.xs.append(x)
         self.ys.append(y)
         self.version += 1
 
-    def cut(self, after: float) -> None:
-        """Drop the points with x > after."""
+    def cut(self, resume: Resume) -> None:
+        """Drop the points the resume supersedes (`Resume.supersedes`)."""
         keep = len(self.xs)
-        while keep and self.xs[keep - 1] > after:
+        while keep and resume.supersedes(self.xs[keep - 1]):
             keep -= 1
         if keep != len(self.xs):
             del self.xs[keep:], self.ys[keep:]
@@ -220,17 +223,16 @@ class MonitorState:
                     self._at = at
                 if self.phase == "loading":  # a new process: an earlier failure is history
                     self.reason = None
-            elif kind == "resume":
-                cut = int(_number(event.get("from_step")) or 0)
-                self.resumes.append(cut)
+            elif (resume := Resume.of(event)) is not None:
+                self.resumes.append(resume.from_step)
                 self._elapsed_before += self._elapsed or 0.0
                 self._elapsed, self._eta = None, None
                 for name, series in self.series.items():
                     before = series.version
-                    series.cut(cut)
+                    series.cut(resume)
                     if series.version != before:
                         changed.add(name)
-                self.step = min(self.step, cut)
+                self.step = resume.rewind(self.step)
             elif kind == "checkpoint":
                 step = _number(event.get("step"))
                 if step is not None and int(step) not in self.checkpoints:

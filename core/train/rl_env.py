@@ -48,11 +48,11 @@ from core.datagen.variants import HarnessVariant, get_sampler, variant_seed
 from core.episode.play import play
 from core.episode.world import GoldUnavailable, World
 from core.harness.models import Harness
+from core.harness.render import render_compact_system_prompt
 from core.runtime.client import ChatClient, DeltaCallback, Message, ModelError, ModelReply
 from core.runtime.trace import ModelCallStep, Step, Trace
 from core.sim.faults import FaultRates
 from core.sim.models import Catalog
-from core.train.data import compact_system_prompt
 
 T = TypeVar("T")
 
@@ -251,13 +251,9 @@ class RlEnvironment:
                 for m in trace.messages[: step.messages_sent]
             ]
             if self.system_prompt == "compact" and messages and messages[0]["role"] == "system":
-                from core.harness.render import tool_specs
-
                 messages[0] = {
                     "role": "system",
-                    "content": compact_system_prompt(
-                        tool_specs(gold.harness), loader=gold.harness.settings.load_skill_tool
-                    ),
+                    "content": render_compact_system_prompt(gold.harness),
                 }
             prompts.append(RlPrompt(f"{task.id}#g{index}", task, seed, step.turn, messages))
         return prompts, dropped

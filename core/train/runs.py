@@ -78,6 +78,7 @@ from core.train.data import bank_path, files_hash, text_hash
 from core.train.events import (
     FINAL_PHASES,
     Event,
+    Resume,
     clear_control,
     events_path,
     last_phase,
@@ -418,7 +419,7 @@ def sync(store: Store, run_id: str, on_event: EventCallback | None = None) -> Ru
     events, offset = read_events(events_path(Path(run.run_dir)), run.events_offset)
     if not events:
         return run
-    run = ingest_events(store, run.id, events, offset)
+    run = ingest_events(store, run.id, events, offset, resume_of=Resume.of)
     changes: dict[str, Any] = {}
     for event in events:
         if event.get("event") == "info":
