@@ -93,7 +93,8 @@ def setup_home(home: Path, model_folder: str | None) -> tuple[str, Path]:
 
 def start_training(model: str, rows: Path) -> tuple[str, Any]:
     from core.store import Store
-    from core.train.config import detect_environment, parse_stage
+    from core.train.config import parse_stage
+    from core.train.launch_checks import detect_environment
     from core.train.runs import prepare, start
 
     config = parse_stage(

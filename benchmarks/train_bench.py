@@ -155,8 +155,9 @@ def run_ours(home: Path, rows: Path, model: Path, spec: dict[str, Any], tag: str
     from core.models import add_folder
     from core.store import Store
     from core.store.serving import find_model
-    from core.train.config import detect_environment, parse_stage
+    from core.train.config import parse_stage
     from core.train.events import events_path, read_events
+    from core.train.launch_checks import detect_environment
     from core.train.runs import prepare, start, watch
 
     config = parse_stage(

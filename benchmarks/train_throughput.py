@@ -91,8 +91,8 @@ def run_variant(name: str, spec: dict[str, Any], rows: Path, profile: str, steps
     from core.experiment.profiles import load_profile
     from core.models import add_demo
     from core.store import Store
-    from core.train.config import detect_environment
     from core.train.events import events_path, read_events
+    from core.train.launch_checks import detect_environment
     from core.train.runs import prepare, start, watch
 
     base = load_profile(profile).hat.sft

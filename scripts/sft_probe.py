@@ -31,7 +31,8 @@ def main(argv: list[str]) -> int:
     from core.eval.api import load_results
     from core.experiment.replicate import Replication
     from core.experiment.report import answered
-    from core.train.config import PipelineConfig, detect_environment
+    from core.train.config import PipelineConfig
+    from core.train.launch_checks import detect_environment
     from core.train.pipeline import run_pipeline
 
     if len(argv) < 2:

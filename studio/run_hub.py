@@ -34,7 +34,7 @@ from studio.jobs import Jobs
 
 if TYPE_CHECKING:
     from core.store.training import RunRecord
-    from core.train.config import Environment
+    from core.train.launch_checks import Environment
     from core.train.monitor import MonitorState, RunTracker, RunUpdate
     from studio.context import StudioContext
 
@@ -107,7 +107,7 @@ class RunHub(QObject):
 
     def _detect_environment(self) -> None:
         def work() -> Environment:
-            from core.train.config import detect_environment
+            from core.train.launch_checks import detect_environment
 
             return detect_environment()
 

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from core.cli.main import app
 from core.store import Store
 from core.store.training import get_run, list_runs
-from core.train.config import detect_environment, parse_pipeline
+from core.train.config import parse_pipeline
+from core.train.launch_checks import detect_environment
 from core.train.launcher import launch_pipeline
 from core.train.orchestrate import event_line, main
 

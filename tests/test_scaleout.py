@@ -40,15 +40,9 @@ from typer.testing import CliRunner
 
 from core.cli.main import app
 from core.store import Store
-from core.train.config import (
-    ConfigError,
-    Environment,
-    batch_plan,
-    check_launch,
-    detect_environment,
-    parse_stage,
-)
+from core.train.config import ConfigError, parse_stage
 from core.train.events import effective_logs, events_path, read_events
+from core.train.launch_checks import Environment, batch_plan, check_launch, detect_environment
 from core.train.scaleout import stage_command
 from studio.logic.train_forms import field_errors, form_fields, split_problem
 

@@ -236,7 +236,7 @@ def test_one_answer_about_the_machine_for_configs_serving_and_the_training_child
     """#36 item 5: the training configs' Environment, the serving dtype and the training
     child's bf16 choice read the same flags and GPU list (core/machine.py)."""
     from core.machine import gpu_names
-    from core.train.config import detect_environment
+    from core.train.launch_checks import detect_environment
     from training.common import cpu_has_bf16
 
     env = detect_environment()

@@ -185,7 +185,8 @@ def test_a_pipeline_runs_in_its_own_detached_process(hat_home: Path, tmp_path: P
     """The real orchestrator (`python -m core.train.orchestrate <id>`), given a stage that
     cannot start (an unknown model name passes the form but not the registry): the pipeline
     ends failed with that stage's reason, in the workspace it was launched for."""
-    from core.train.config import detect_environment, parse_pipeline
+    from core.train.config import parse_pipeline
+    from core.train.launch_checks import detect_environment
     from core.train.launcher import launch_pipeline
 
     data = tmp_path / "rows.jsonl"

@@ -33,11 +33,8 @@ from core.store.training import (
 )
 from core.train.config import (
     ConfigError,
-    Environment,
     RlConfig,
     SftConfig,
-    batch_plan,
-    check_launch,
     config_schema,
     load_config,
     parse_pipeline,
@@ -52,6 +49,7 @@ from core.train.events import (
     read_events,
     request_control,
 )
+from core.train.launch_checks import Environment, batch_plan, check_launch
 from core.train.scaleout import accelerate_config, stage_command
 from tests.ifeval_data import require_ifeval
 

@@ -34,8 +34,9 @@ from typer.testing import CliRunner
 from core.cli.main import app
 from core.store import Store
 from core.store.training import run_checkpoints, run_events
-from core.train.config import detect_environment, parse_pipeline, parse_stage
+from core.train.config import parse_pipeline, parse_stage
 from core.train.events import effective_logs, events_path, read_events
+from core.train.launch_checks import detect_environment
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 

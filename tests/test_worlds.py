@@ -293,7 +293,8 @@ def test_rl_rewards_come_from_the_task_files_graders_through_the_world() -> None
 
 @pytest.mark.parametrize("source", [str(TASKS), "train", "no-such-file.jsonl"])
 def test_the_rl_stage_accepts_a_task_file(source: str) -> None:
-    from core.train.config import check_launch, detect_environment, parse_stage
+    from core.train.config import parse_stage
+    from core.train.launch_checks import check_launch, detect_environment
 
     config = parse_stage({"model": "m", "tasks": source}, "rl")
     problems = [p for p in check_launch(config, detect_environment()) if "tasks" in p]

@@ -28,16 +28,13 @@ from core.cli.common import cell, console, err_console, esc, fail, open_store
 from core.durations import format_duration
 from core.train.config import (
     ConfigError,
-    Environment,
     PipelineConfig,
     StageConfig,
-    check_launch,
-    check_pipeline,
     config_schema,
-    detect_environment,
     load_config,
     load_pipeline,
 )
+from core.train.launch_checks import Environment, check_launch, check_pipeline, detect_environment
 
 app = typer.Typer(
     help="Train: HSA-SFT, general OPD, HSA-RL and the pipeline.", no_args_is_help=True

@@ -410,7 +410,7 @@ class Replication:
     def _launch_fixed(self, entry: dict[str, Any], say: Message) -> Any:
         """Start (or resume) the fixed SFT child; None when it is already done."""
         from core.store.training import get_run
-        from core.train.config import detect_environment
+        from core.train.launch_checks import detect_environment
         from core.train.runs import RunError, prepare, process_alive, resume, start
 
         run_id = entry.get("run")
@@ -457,7 +457,8 @@ class Replication:
 
     def _train_hat(self, entry: dict[str, Any], say: Message) -> None:
         from core.store.training import get_run
-        from core.train.config import PipelineConfig, detect_environment
+        from core.train.config import PipelineConfig
+        from core.train.launch_checks import detect_environment
         from core.train.pipeline import resume_pipeline, run_pipeline
 
         env = detect_environment()

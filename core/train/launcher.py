@@ -33,13 +33,13 @@ from core.pythons import project_root, training_python
 from core.store import Store
 from core.store.training import RunRecord, get_run, update_run
 from core.train.config import (
-    Environment,
     PipelineConfig,
     StageConfig,
     parse_pipeline,
     parse_stage,
     resolved_stages,
 )
+from core.train.launch_checks import Environment
 from core.train.measure import check_sft_rows
 from core.train.pipeline import PIPELINE_LOG, start_pipeline
 from core.train.runs import (

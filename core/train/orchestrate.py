@@ -20,7 +20,8 @@ from typing import Any
 
 from core.store import Store, StoreError
 from core.store.training import RunRecord
-from core.train.config import ConfigError, detect_environment
+from core.train.config import ConfigError
+from core.train.launch_checks import detect_environment
 from core.train.pipeline import resume_pipeline
 from core.train.runs import RunError
 

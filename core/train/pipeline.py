@@ -30,14 +30,13 @@ from core.store.training import RunRecord, add_run, get_run, list_runs, update_r
 from core.store.types import utcnow
 from core.train.config import (
     ConfigError,
-    Environment,
     OpdConfig,
     PipelineConfig,
     StageConfig,
-    check_pipeline,
     dump_config,
     parse_pipeline,
 )
+from core.train.launch_checks import Environment, check_pipeline
 from core.train.runs import (
     EventCallback,
     RunError,

@@ -65,12 +65,10 @@ from core.store.training import (
 from core.store.types import utcnow
 from core.train.config import (
     ConfigError,
-    Environment,
     OpdConfig,
     RlConfig,
     SftConfig,
     StageConfig,
-    check_launch,
     dump_config,
     parse_stage,
 )
@@ -85,6 +83,7 @@ from core.train.events import (
     read_events,
     request_control,
 )
+from core.train.launch_checks import Environment, check_launch
 from core.train.scaleout import stage_command, write_accelerate_config
 
 EventCallback = Callable[[Event], None]

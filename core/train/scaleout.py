@@ -27,9 +27,9 @@ from typing import Any
 
 import yaml
 
-from core.train.config import (
+from core.train.config import StageConfig
+from core.train.launch_checks import (
     Environment,
-    StageConfig,
     cpu_threads_per_process,
     distributed_kind,
     processes_per_machine,

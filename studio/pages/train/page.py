@@ -64,7 +64,7 @@ from studio.widgets.forms import ModelForm
 
 if TYPE_CHECKING:
     from core.store.training import RunRecord
-    from core.train.config import Environment
+    from core.train.launch_checks import Environment
 
 STAGES = ("sft", "opd", "rl")
 MODES = (
@@ -561,8 +561,8 @@ class TrainPage(QWidget):
         _settings, devices = self.devices()
 
         def work() -> tuple[list[str], str, str]:
-            from core.train.config import (
-                PipelineConfig,
+            from core.train.config import PipelineConfig
+            from core.train.launch_checks import (
                 batch_plan,
                 check_launch,
                 check_pipeline,
