@@ -135,3 +135,57 @@ def test_a_file_name_that_is_not_utf8_is_a_problem_at_validate_and_import(
         assert "Traceback" not in result.output
         assert result.exception is None or isinstance(result.exception, SystemExit)
     assert "support-desk" not in runner.invoke(app, ["harness", "log"]).output
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    depth=st.integers(65, 120_000),
+    opener=st.sampled_from(["[", '{"k": ']),
+    field=st.sampled_from(["context", "facts", "history", "gold_calls"]),
+    line=st.integers(1, 3),
+)
+def test_any_nesting_past_the_limit_is_named_by_file_and_line(
+    tmp_path_factory: pytest.TempPathFactory, depth: int, opener: str, field: str, line: int
+) -> None:
+    """Whatever is nested (lists or objects), however deep and in whichever field or line,
+    the reader names file:line and never lets a RecursionError through."""
+    closer = "]" if opener == "[" else "}"
+    nested = opener * depth + "1" + closer * depth
+    good = json.dumps({"id": "ok", "message": "hi", "facts": ["x"]})
+    bad = '{"id": "deep", "message": "hi", "facts": ["x"], "' + field + '": ' + nested + "}"
+    lines = [json.dumps({"id": f"ok{i}", "message": "hi", "facts": ["x"]}) for i in range(1, line)]
+    path = tmp_path_factory.mktemp("deep") / "tasks.jsonl"
+    path.write_text("\n".join([*lines, bad, good]) + "\n")
+    with pytest.raises(TaskFileError) as caught:
+        load_task_file(path)
+    assert str(caught.value).startswith(f"{path}:{line}:")
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    raw=st.binary(min_size=1, max_size=12)
+    .filter(lambda b: b"/" not in b and b"\x00" not in b and b not in (b".", b".."))
+    .filter(lambda b: not _utf8(b))
+)
+def test_any_file_name_that_is_not_utf8_is_a_problem_at_validate(
+    tmp_path_factory: pytest.TempPathFactory, raw: bytes
+) -> None:
+    import os
+    import shutil
+
+    folder = tmp_path_factory.mktemp("names") / "desk"
+    shutil.copytree(DESK, folder)
+    skill = next((folder / "skills").iterdir())
+    with open(os.path.join(os.fsencode(skill), raw), "wb") as handle:
+        handle.write(b"notes")
+    result = runner.invoke(app, ["harness", "validate", str(folder)])
+    assert result.exit_code == 1 and "not UTF-8" in result.output, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def _utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -35,8 +35,20 @@ class PatternTimeout(Exception):
         )
 
 
+MAX_PATTERN_CHARS = 2000
+"""The longest pattern a harness may declare. Real matchers and claims are a few dozen
+characters; compiling a crafted one of 200,000 (a run of '[') took `regex` 5-11 s with no way
+to stop it, so a longer one is refused before it is compiled."""
+
+
 def check_pattern(pattern: str) -> None:
-    """Raise ValueError when `pattern` is not a valid regex (for `re` and `regex` alike)."""
+    """Raise ValueError when `pattern` is not a valid regex (for `re` and `regex` alike), or
+    is longer than MAX_PATTERN_CHARS."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ValueError(
+            f"pattern {pattern[:40]!r}... is {len(pattern):,} characters long; a harness "
+            f"pattern may have at most {MAX_PATTERN_CHARS:,}"
+        )
     try:
         re.compile(pattern)
         compiled(pattern, False)
