@@ -189,3 +189,27 @@ def _utf8(raw: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def test_every_console_the_cli_prints_with_keeps_emoji_codes_as_text() -> None:
+    """Every Rich console in core/ is made with emoji=False (one test of one command's output
+    would not cover the next command that prints user text)."""
+    import ast
+
+    made = 0
+    for path in (ROOT / "core").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in (
+                "Console",
+                "SafeConsole",
+            ):
+                made += 1
+                emoji = [k for k in node.keywords if k.arg == "emoji"]
+                assert emoji and isinstance(emoji[0].value, ast.Constant), f"{path}:{node.lineno}"
+                assert emoji[0].value.value is False, f"{path}:{node.lineno}"
+    assert made >= 3
+    from core.cli.common import console, err_console
+
+    with console.capture() as captured:
+        console.print(":smile: :thumbs_up:")
+    assert ":smile:" in captured.get() and err_console._emoji is False
