@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check (training/gpu_check.py): SFT and GRPO speed with FLOP/s over the bf16 peak,
+# The GPU check (benchmarks/gpu_check.py): SFT and GRPO speed with FLOP/s over the bf16 peak,
 # decode over the memory roofline, the studio's training events and GPU memory readout, and
 # the `gpu` experiment profile, as one table. Nothing is downloaded.
 #
@@ -19,4 +19,4 @@ if [[ -z "$python" ]]; then
 fi
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
 export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
-exec "$python" -m training.gpu_check "$@"
+exec "$python" "$root/benchmarks/gpu_check.py" "$@"

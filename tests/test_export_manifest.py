@@ -55,7 +55,7 @@ def test_an_interrupted_export_leaves_the_folder_as_it_was(
 ) -> None:
     """A write that fails part-way (a full disk, a kill) while staging: every file is as the
     last export left it; the hidden staged copies are gone."""
-    import core.harness.folder as folder
+    import core.harness.folder.export as export
 
     out = tmp_path / "out"
     harness = load_demo_harness()
@@ -67,7 +67,7 @@ def test_an_interrupted_export_leaves_the_folder_as_it_was(
             "skills": [s.model_copy(update={"body": s.body + "\\nMore."}) for s in harness.skills],
         }
     )
-    real = folder._stage
+    real = export.stage_file
     calls = {"n": 0}
 
     def failing_stage(target: Path, data: bytes) -> Path:
@@ -76,7 +76,7 @@ def test_an_interrupted_export_leaves_the_folder_as_it_was(
             raise OSError(28, "No space left on device")
         return real(target, data)
 
-    monkeypatch.setattr(folder, "_stage", failing_stage)
+    monkeypatch.setattr(export, "stage_file", failing_stage)
     with pytest.raises(HarnessError) as info:
         export_folder(changed, out)
     assert "No space left on device" in str(info.value)
@@ -89,10 +89,10 @@ def test_an_interrupted_export_leaves_the_folder_as_it_was(
 def test_an_interrupted_export_into_a_new_folder_leaves_no_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import core.harness.folder as folder
+    import core.harness.folder.export as export
 
     out = tmp_path / "new"
-    real = folder._write_new
+    real = export.write_new
     calls = {"n": 0}
 
     def failing(target: Path, data: bytes) -> None:
@@ -101,7 +101,7 @@ def test_an_interrupted_export_into_a_new_folder_leaves_no_folder(
             raise OSError(28, "No space left on device")
         real(target, data)
 
-    monkeypatch.setattr(folder, "_write_new", failing)
+    monkeypatch.setattr(export, "write_new", failing)
     with pytest.raises(HarnessError) as info:
         export_folder(load_demo_harness(), out)
     assert "No space left on device" in str(info.value)

@@ -453,9 +453,9 @@ def test_skill_folders_keep_the_import_security_rules(tmp_path: Path) -> None:
 def test_a_skill_file_over_the_size_limit_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import core.harness.folder as folder_mod
+    import core.harness.folder.components as components
 
-    monkeypatch.setattr(folder_mod, "MAX_SKILL_FILE_BYTES", 100)
+    monkeypatch.setattr(components, "MAX_SKILL_FILE_BYTES", 100)
     source = published_skill(tmp_path / "dl")
     with pytest.raises(HarnessError) as info:
         read_skill_folder(source)

@@ -349,9 +349,9 @@ def test_a_huge_file_is_refused_by_its_size_before_it_is_read(demo_copy: Path, s
 def test_files_past_the_folder_total_are_not_read(
     demo_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import core.harness.folder as folder
+    import core.harness.folder.safe_read as safe_read
 
-    monkeypatch.setattr(folder, "MAX_FOLDER_BYTES", 200_000)
+    monkeypatch.setattr(safe_read, "MAX_FOLDER_BYTES", 200_000)
     assets = _a_skill(demo_copy) / "assets"
     assets.mkdir(exist_ok=True)
     for i in range(4):

@@ -631,10 +631,10 @@ def _emit(data: Any, out: Path | None) -> None:
     if out is None:
         typer.echo(printable(text, multiline=True), nl=False)
         return
-    from core.harness.folder import _write_new
+    from core.harness.folder.safe_write import write_new
 
     try:
-        _write_new(out, text.encode("utf-8"))
+        write_new(out, text.encode("utf-8"))
     except OSError as exc:
         fail(f"cannot write {out}: {exc.strerror or exc}")
     console.print(f"wrote {esc(out)}")

@@ -218,7 +218,7 @@ STATE_FUNCTION = "world_state"
 def _import_module(module: str, harness_name: str | None = None) -> Any:
     """`importlib.import_module`, then, when the module (or its package) is missing, again
     with the harness folders read in this process and their parents on the path
-    (core/harness/folder.py PYTHON_ROOTS, appended after the rest of sys.path)."""
+    (core/harness/folder/python_roots.py PYTHON_ROOTS, appended after the rest of sys.path)."""
     from core.harness.folder import PYTHON_ROOTS, remembered_python_roots
 
     try:

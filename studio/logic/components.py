@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from core.harness import Harness, HarnessError, Hook, Problem, Skill, Tool
 from core.harness.errors import problems_from_validation
 from core.harness.folder import dump_yaml, harness_from_files, hook_text, skill_text, tool_text
+from core.harness.folder.components import split_front_matter
 
 TYPES = ("string", "integer", "number", "boolean", "array", "object")
 CUSTOM = "(custom)"
@@ -74,7 +75,8 @@ def _minimal(harness: Harness, extra: dict[str, str]) -> dict[str, bytes]:
 def parse_skill_text(text: str, harness: Harness, file: str | None = None) -> Skill:
     """Parse a whole SKILL.md (front matter + body) exactly as folder import does; problems
     name `file` (the skill's own path) when given."""
-    match = _NAME_RE.search(text.split("\n---", 1)[0]) if text.startswith("---") else None
+    parts = split_front_matter(text)
+    match = _NAME_RE.search(parts[0]) if parts is not None else None
     folder = match.group(1) if match else "skill"
     if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", folder):
         folder = "skill"

@@ -15,7 +15,7 @@ One run on one GPU, with nothing downloaded, prints one table:
   studio's monitor state (core/train/monitor.py): loss, learning rate, grad norm, tokens/s,
   the reward series, and the GPU memory readout of every log line;
 - the studio's GPU memory readout (training.common.gpu_memory: NVML through nvidia-ml-py
-  when installed, else torch) and GPU detection (core.train.config.detect_environment:
+  when installed, else torch) and GPU detection (core.train.launch_checks.detect_environment:
   NVML or nvidia-smi) against what torch sees;
 - with `--demo-model FOLDER` (SmolLM2-135M-Instruct, when it is at hand), correctness on real
   weights: LoRA SFT overfits one short row, the loss must halve;
@@ -53,6 +53,8 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # core and training, as source
 
 # Datasheet figures: (bf16 dense TFLOP/s, memory TB/s), matched on the device name.
 SPEC: tuple[tuple[str, float, float], ...] = (
@@ -567,7 +569,7 @@ def check_readout(device: Any, report: Report) -> None:
     """The studio's GPU memory readout and GPU detection against torch."""
     import torch
 
-    from core.train.config import detect_environment
+    from core.train.launch_checks import detect_environment
     from training.common import gpu_memory
 
     env = detect_environment()
@@ -623,7 +625,7 @@ def check_profile(
     import torch
 
     from core.experiment.profiles import load_profile
-    from core.train.config import check_launch, detect_environment
+    from core.train.launch_checks import check_launch, detect_environment
 
     profile = load_profile("gpu")
     env = detect_environment()
