@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 
+from core.cli import drafts_cmd
 from core.cli.common import (
     JudgeModelOpt,
     JudgeUrlOpt,
@@ -33,7 +34,11 @@ from core.harness import Harness, HarnessError
 from core.sim.models import Task
 from core.taskfile.models import OwnTask
 
-app = typer.Typer(help="Build training data from the simulator.", no_args_is_help=True)
+app = typer.Typer(
+    help="Build training data: from the simulator or a task file, and task drafts from logs.",
+    no_args_is_help=True,
+)
+app.add_typer(drafts_cmd.app, name="drafts")
 
 
 def _tasks(source: str, seed: int, per_category: int | None) -> list[Task | OwnTask]:
