@@ -56,8 +56,9 @@ NUMBERS = ["1e309", "-1e309", "NaN", "Infinity", "-0", "99999999999999999999999"
 EVIL_PATTERNS = ["^(a+)+$", "(a|aa)+$", "^(\\w+\\s?)*$", "(x+x+)+y", "[", "(?P<a>", "\\"]
 
 
-class Hang(Exception):
-    pass
+class Hang(BaseException):
+    """Raised by the alarm: a BaseException, so code under test that catches Exception (and
+    would report the case as handled) cannot swallow it."""
 
 
 def _alarm(_signum: int, _frame: Any) -> None:
