@@ -301,7 +301,7 @@ def test_planned_items_match_the_plan_without_loading_ifeval(tmp_path, monkeypat
     def no_checkers(*_a: object, **_k: object) -> None:
         raise AssertionError("the size line loaded the IFEval prompts")
 
-    monkeypatch.setattr("core.eval.ifeval.load_prompts", no_checkers)
+    monkeypatch.setattr("core.eval.planning.load_prompts", no_checkers)
     ls = len(plan_eval(with_ifeval.model_copy(update={"suites": [Suite.LS_QA]})))
     assert planned_items(with_ifeval) == (ls + 5, True)
     missing = with_ifeval.model_copy(update={"ifeval_path": str(tmp_path / "none.jsonl")})

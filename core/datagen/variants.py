@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 from core.episode.variant import HarnessVariant
 from core.harness.models import Harness
+from core.hsa.policy import Policy, sample_variant
 
 __all__ = ["HarnessVariant", "VariantSampler"]
 
@@ -48,7 +49,6 @@ def hsa_sampler(
     """A sampler of HSA variants (`core.hsa.policy.sample_variant`) for one policy."""
 
     def sample(harness: Harness, seed: int) -> HarnessVariant:
-        from core.hsa.policy import Policy, sample_variant
 
         policy = Policy(bank, strength)
         variant = sample_variant(harness, policy, seed)

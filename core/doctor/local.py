@@ -186,14 +186,14 @@ def schema_state(db: Path) -> SchemaState:
     from alembic.script import ScriptDirectory
     from sqlalchemy import inspect
 
-    from core.store.db import (
+    from core.store.db import (  # heavy: sqlalchemy, alembic
         SQLITE_MAGIC,
         alembic_config,
         make_engine,
         read_only_filesystem,
         transaction,
     )
-    from core.store.errors import StoreError
+    from core.store.errors import StoreError  # heavy: sqlalchemy, alembic
 
     script = ScriptDirectory.from_config(alembic_config())
     head = script.get_current_head() or ""
@@ -240,7 +240,7 @@ def check_database(home: Path) -> CheckResult:
             f"no database yet (created at schema {state.head} on first use)",
             [str(state.path)],
         )
-    from core.store.db import read_only_filesystem
+    from core.store.db import read_only_filesystem  # heavy: sqlalchemy, alembic
 
     read_only = read_only_filesystem(state.path)
     if state.error is not None:
@@ -296,7 +296,7 @@ def _looks_corrupt(error: str) -> bool:
 
 def migrate_database(home: Path) -> str:
     """Bring the database to head now (one transaction); returns what was done."""
-    from core.store import Store
+    from core.store import Store  # heavy: sqlalchemy, alembic
 
     db = home / "hat.db"
     before = schema_state(db)
@@ -314,12 +314,16 @@ def migrate_database(home: Path) -> str:
 
 def check_demo_model(home: Path) -> CheckResult:
     """The embedded demo model is registered and its folder is complete."""
-    from core.models.folder import FolderError, check_model_folder
-    from core.models.registry import DEMO_MODEL_NAME, RegistryError, find_demo_gguf
-    from core.store import Store
-    from core.store.db import make_engine, read_only_filesystem
-    from core.store.errors import StoreError
-    from core.store.serving import find_model
+    from core.models.folder import FolderError, check_model_folder  # heavy: sqlalchemy, alembic
+    from core.models.registry import (  # heavy: sqlalchemy, alembic
+        DEMO_MODEL_NAME,
+        RegistryError,
+        find_demo_gguf,
+    )
+    from core.store import Store  # heavy: sqlalchemy, alembic
+    from core.store.db import make_engine, read_only_filesystem  # heavy: sqlalchemy, alembic
+    from core.store.errors import StoreError  # heavy: sqlalchemy, alembic
+    from core.store.serving import find_model  # heavy: sqlalchemy, alembic
 
     title = "Demo model"
     fix = "hat models add-demo"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -162,7 +163,6 @@ def probe(
     dists: dict[str, list[str]] | None = None,
 ) -> ProbeResult:
     """Ask the interpreter `python` about `modules` (see the module doc). Never raises."""
-    import time
 
     path = Path(python)
     if not path.exists():

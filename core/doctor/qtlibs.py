@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.doctor.report import CheckResult, Status
+
 if TYPE_CHECKING:
     from core.doctor.report import CheckResult
 
@@ -126,7 +128,6 @@ if __name__ == "__main__":
 
 def check_qt_libraries() -> CheckResult:
     """`hat doctor`'s line: the libraries the studio's window needs (Linux, X11)."""
-    from core.doctor.report import CheckResult, Status
 
     title = "Studio display libraries"
     if not sys.platform.startswith("linux"):

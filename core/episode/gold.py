@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from core.episode.live_room import LiveRoomWorld
+from core.episode.play import play
 from core.episode.task_file import TaskFileWorld
 from core.harness.models import Harness
 from core.runtime.trace import Trace
@@ -40,7 +41,6 @@ async def gold_trajectory(
     """The oracle's play of the live-room `task` in a fresh LiveRoom (with the task's
     distractor tools unless `add_distractors` is False); the trace. The mappings describe a
     harness renamed without `binding_args` (core/sim/surface.py)."""
-    from core.episode.play import play
 
     if add_distractors:
         harness = task_harness(task, harness)

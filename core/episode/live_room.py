@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from core.episode.play import play
 from core.episode.world import GoldRun, Request, TaskInfo, World, surface_of
 from core.harness.models import Harness
 from core.hsa.distractors import register_distractors
@@ -23,6 +24,7 @@ from core.sim.models import Catalog, Split, Task
 from core.sim.oracle import OracleClient, task_harness
 from core.sim.room import LiveRoom, room_bindings
 from core.sim.surface import HarnessSurface
+from core.sim.tasks import generate_tasks
 
 if TYPE_CHECKING:
     from core.episode.variant import HarnessVariant
@@ -57,7 +59,6 @@ class LiveRoomWorld(World[Task]):
 
     def chat_task(self) -> Task:
         """The task whose room a free chat request runs in."""
-        from core.sim.tasks import generate_tasks
 
         return generate_tasks(Split.DEV, seed=self.chat_seed, per_category=1)[0]
 
@@ -87,7 +88,6 @@ class LiveRoomWorld(World[Task]):
         return grade(task, trace, harness, self.catalog, surface=surface)
 
     async def gold_trace(self, task: Task, harness: Harness) -> Trace:
-        from core.episode.play import play
 
         client = OracleClient(task, harness, self.catalog)
         episode = await play(

@@ -18,6 +18,7 @@ from core.episode.live_room import LiveRoomWorld
 from core.episode.task_file import TaskFileWorld
 from core.episode.world import World
 from core.harness.models import Harness
+from core.runtime.tool_runtime import ToolRuntime, binding_problems
 
 if TYPE_CHECKING:
     from core.sim.faults import FaultRates
@@ -43,7 +44,6 @@ async def open_world(
     if not task_file:
         yield LiveRoomWorld(catalog, fault_rates=fault_rates)
         return
-    from core.runtime.tool_runtime import ToolRuntime, binding_problems
 
     problems = binding_problems(harness)
     if problems:
@@ -64,7 +64,6 @@ async def chat_world(
     outlive the loop it was opened on, so a chat opens one per request): the live room when
     the harness binds simulator tools (its own tools bound beside the room's), else the
     harness's own world. `seed`: the room a free chat request runs in."""
-    from core.runtime.tool_runtime import ToolRuntime
 
     tools = None
     if any(not t.binding.startswith(("sim.", "hsa.")) for t in harness.active_tools):

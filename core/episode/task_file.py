@@ -35,8 +35,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from core.episode.play import play
 from core.episode.world import GoldRun, GoldUnavailable, Request, TaskInfo, World, surface_of
 from core.harness.models import Harness, ToolProtocol
+from core.hsa.augment import AugmentError, augment_prepared, prepare
 from core.hsa.distractors import register_distractors
 from core.runtime.bindings import Bindings
 from core.runtime.client import ScriptedClient
@@ -110,8 +112,6 @@ class TaskFileWorld(World[OwnTask]):
         """The world's state after the task's gold run on a fresh copy, as canonical JSON
         (None: no state); once per task."""
         if task.id not in self._end_states:
-            from core.episode.play import play
-
             episode = await play(
                 task, self.original, gold_client(task, self.original), self,
                 request_id=f"gold-state-{task.id}", graded=False,
@@ -145,7 +145,7 @@ class TaskFileWorld(World[OwnTask]):
         )
 
     async def _grade_reply(self, task: OwnTask, trace: Trace, harness: Harness) -> Grades:
-        from core.taskfile.judge import judge_reference
+        from core.taskfile.judge import judge_reference  # heavy: httpx, rich
 
         judged = None
         reply = (trace.final_reply or "").strip()
@@ -157,8 +157,6 @@ class TaskFileWorld(World[OwnTask]):
         return grade_own(task, trace, harness, written_for=self.original, judged=judged)
 
     async def gold_trace(self, task: OwnTask, harness: Harness) -> Trace:
-        from core.episode.play import play
-
         episode = await play(
             task, harness, gold_client(task, harness), self, request_id=f"gold-{task.id}",
             graded=False,
@@ -180,8 +178,6 @@ class TaskFileWorld(World[OwnTask]):
                 cached = (await self._checked(task), None)
                 self._golds[task.id] = cached
             if need_requirements and cached[1] is None:
-                from core.hsa.augment import AugmentError, prepare
-
                 try:
                     cached = (cached[0], prepare(self.original, cached[0]))
                 except AugmentError as exc:
@@ -226,7 +222,6 @@ class TaskFileWorld(World[OwnTask]):
             # shows as a grade below full marks, which `hat eval run --oracle` reports).
             client = gold_client(task, variant.harness)
             return GoldRun(variant.harness, surface_of(variant), client, variant)
-        from core.hsa.augment import augment_prepared
 
         _, req = await self._gold(task, need_requirements=True)
         assert req is not None

@@ -52,7 +52,7 @@ def run_command(
     """The `hat eval run` line of `request`: `oracle` for the oracle (its model name is
     implied), `fixed_on` for the oracle fixed on that stored harness version. A URL is shown
     without its credentials (`redact_url`): a preview is for the screen and the clipboard."""
-    from core.serving.client import redact_url
+    from core.serving.client import redact_url  # heavy: openai, sqlalchemy, alembic
 
     parts = ["hat", "eval", "run"]
     if fixed_on:

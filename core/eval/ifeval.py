@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from core.eval.ifeval_checkers import IfevalUnavailableError, checkers
 from core.eval.results import EvalResult, ResultStatus, Suite
 from core.jsonl import jsonl_lines
+from core.paths import datasets_dir
 
 __all__ = [
     "METRICS",
@@ -132,7 +133,6 @@ class IfevalScore(BaseModel):
 
 
 def default_prompts_path() -> Path:
-    from core.paths import datasets_dir
 
     return datasets_dir() / "ifeval" / "input_data.jsonl"
 

@@ -51,7 +51,11 @@ from core.eval.types import (
     RunStatus,
     StopFlag,
 )
+from core.sim.catalog import load_catalog
+from core.sim.surface import HarnessSurface
 from core.store.errors import StoreError
+from core.taskfile.models import TaskFileError, load_task_file
+from core.taskfile.sources import suite_tasks
 
 if TYPE_CHECKING:
     from core.store import Store
@@ -118,7 +122,7 @@ async def _side(
     client_factory: ClientFactory | None,
     reused: list[str],
 ) -> EvalRun:
-    from core.eval.runner import continue_run, start_run
+    from core.eval.runner import continue_run, start_run  # heavy: httpx, rich, jsonschema
 
     found = await asyncio.to_thread(reusable_run, store, request, version)
     if found is not None and found.status is RunStatus.DONE:
@@ -302,7 +306,6 @@ class _Attribution:
     def __init__(
         self, store: Store, run_from: EvalRun, run_to: EvalRun, changes: list[ComponentChange]
     ) -> None:
-        from core.sim.catalog import load_catalog
 
         self.store = store
         self.runs = (run_from, run_to)
@@ -321,8 +324,6 @@ class _Attribution:
 
     def _task(self, task_id: str) -> Any:
         if self._tasks is None:
-            from core.taskfile.sources import suite_tasks
-
             seed = self.runs[1].request.seed
             self._tasks = {}
             for name in ("ls-qa", "robustness"):
@@ -349,7 +350,6 @@ class _Attribution:
     def _trace_names(self, index: int, key: ItemKey) -> tuple[Names, Names]:
         """(everything one side's trace touched, what it met an error in): tools called (and
         their bindings), skills loaded, hooks run."""
-        from core.sim.surface import HarnessSurface
 
         touched, faulted = _names(), _names()
         trace = load_trace(self.store, self.runs[index].id, key) or {}
@@ -376,7 +376,6 @@ class _Attribution:
     def _gold_names(self, key: ItemKey) -> Names:
         """What the task's gold needs: the live room's plan (bindings, skills by role) or a
         task file's gold calls and skills (named in the file's harness)."""
-        from core.sim.surface import HarnessSurface
 
         out = _names()
         own = self._own_task(key[1])
@@ -390,7 +389,7 @@ class _Attribution:
         task = self._task(key[1])
         if task is None:
             return out
-        from core.sim.expect import plan_task
+        from core.sim.expect import plan_task  # heavy: jsonschema, regex
 
         plan = plan_task(task, self.catalog)
         out["binding"].update(spec.binding for spec in plan.required())
@@ -409,8 +408,6 @@ class _Attribution:
             self._own_tasks = {}
             path = self.runs[1].request.task_file
             if path:
-                from core.taskfile.models import TaskFileError, load_task_file
-
                 try:
                     self._own_tasks = {t.id: t for t in load_task_file(Path(path))}
                 except (OSError, TaskFileError):

@@ -32,10 +32,19 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from core.episode.live_room import LiveRoomWorld
+from core.episode.play import play
+from core.episode.variant import HarnessVariant
+from core.episode.world import GoldUnavailable
+from core.eval import ifeval
+from core.eval.oracle_model import OracleModel
 from core.eval.results import INFRA_FAILURES, EvalResult, ResultStatus, Suite, failure_kind
 from core.eval.types import ClientFactory, EvalItem, EvalRequest
-from core.runtime.client import ChatClient, Message
+from core.hsa.augment import augment_prepared, prepare
+from core.hsa.policy import Policy
+from core.runtime.client import ChatClient, Message, ModelError
 from core.runtime.trace import ModelCallStep, Trace, TraceStatus
+from core.sim.surface import HarnessSurface
 
 if TYPE_CHECKING:
     from core.episode.variant import HarnessVariant
@@ -84,7 +93,7 @@ class RunServer:
             if await self.healthy():
                 return False
             if self.managed is None:
-                from core.serving.client import redact_url
+                from core.serving.client import redact_url  # heavy: openai, sqlalchemy, alembic
 
                 self.down = f"the server at {redact_url(self.base_url)} stopped answering"
                 return False
@@ -93,7 +102,7 @@ class RunServer:
                 return False
             self.restarts += 1
             log.warning("evaluation: the model server died; restarting it once")
-            from core.serving.server import ServerError
+            from core.serving.server import ServerError  # heavy: openai, sqlalchemy, alembic
 
             try:
                 await asyncio.to_thread(self.managed.restart)
@@ -180,16 +189,12 @@ def item_world(ctx: ItemContext, item: EvalItem) -> World[Any]:
             raise RuntimeError("the run's task-file world is not open")
         return ctx.task_world
     if ctx.room_world is None:
-        from core.episode.live_room import LiveRoomWorld
-
         ctx.room_world = LiveRoomWorld(ctx.catalog)
     return ctx.room_world
 
 
 def hv_variant(item: EvalItem, base: Harness) -> HarnessVariant:
     """The heldout variant an HV item asks for, not yet drawn: its policy and seed."""
-    from core.episode.variant import HarnessVariant
-    from core.hsa.policy import Policy
 
     assert item.variant_seed is not None
     dims = None if item.dimension in (None, "all") else [item.dimension]
@@ -208,8 +213,6 @@ async def _variant_harness(
 ) -> Harness:
     """The heldout HSA variant of `base` for an HV item, built from the task's gold run in
     its world so only transforms that preserve this task are kept (core/hsa/augment.py)."""
-    from core.episode.world import GoldUnavailable
-    from core.hsa.augment import augment_prepared, prepare
 
     wanted = hv_variant(item, base)
     assert wanted.policy is not None and wanted.seed is not None
@@ -230,7 +233,6 @@ async def _variant_harness(
 async def _client(
     ctx: ItemContext, world: World[Any], item: EvalItem, harness: Harness, surface: HarnessSurface
 ) -> ChatClient:
-    from core.eval.oracle_model import OracleModel
 
     if isinstance(ctx.factory, OracleModel):
         variant = hv_variant(item, ctx.harness) if item.suite in HV_SUITES else None
@@ -242,8 +244,6 @@ async def _client(
 
 
 async def _agent_item(ctx: ItemContext, item: EvalItem) -> Outcome:
-    from core.episode.play import play
-    from core.sim.surface import HarnessSurface
 
     task = item.task
     assert task is not None
@@ -309,9 +309,6 @@ async def _ifeval_item(ctx: ItemContext, item: EvalItem) -> Outcome:
     """One IFEval prompt asked plainly (one user message, no harness) through the client; a
     failed row keeps the prompt's instructions, all not followed, for instruction-level
     accounting (`core.eval.ifeval.aggregate_results`)."""
-    from core.eval import ifeval
-    from core.runtime.client import ModelError
-    from core.sim.surface import HarnessSurface
 
     record = item.prompt or {}
     factory = ctx.factory

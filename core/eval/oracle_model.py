@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from core.episode.variant import HarnessVariant
 from core.eval.types import EvalError, EvalItem
+from core.sim.catalog import load_catalog
 from core.sim.surface import HarnessSurface
 
 if TYPE_CHECKING:
@@ -36,7 +38,6 @@ def fixed_name(version_id: str) -> str:
 
 def oracle_factory(store: Store, fixed_on: str | None = None) -> OracleModel:
     """The oracle's ClientFactory, fixed on the stored version `fixed_on` when given."""
-    from core.sim.catalog import load_catalog
 
     memorised = store.load(fixed_on) if fixed_on else None
     return oracle_clients(load_catalog(), memorised=memorised)
@@ -61,7 +62,6 @@ class OracleModel:
     ) -> ChatClient:
         """The oracle's client for `task` played in `world` under `harness`; `variant`: the
         HV item's heldout variant (its policy and seed), None under the run's harness."""
-        from core.episode.variant import HarnessVariant
 
         if task is None:
             raise EvalError("the oracle answers agent tasks only")
@@ -74,7 +74,7 @@ class OracleModel:
         return (await world.gold(task, wanted)).client
 
     def __call__(self, item: EvalItem, harness: Harness, surface: HarnessSurface) -> ChatClient:
-        from core.sim.oracle import OracleClient
+        from core.sim.oracle import OracleClient  # heavy: jsonschema, regex
 
         task: Any = item.task
         if task is None:

@@ -34,8 +34,10 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from core.eval.ifeval import load_prompts
 from core.eval.results import Suite
 from core.eval.types import EvalError, EvalItem, EvalRequest
+from core.taskfile.models import TaskFileError, TaskSplit, load_task_file, task_split
 from core.taskfile.sources import suite_tasks
 
 if TYPE_CHECKING:
@@ -103,7 +105,6 @@ def _prompt_dict(record: Any) -> dict[str, Any]:
 
 def ifeval_prompts(path: str | None) -> list[Any]:
     """The IFEval prompt records (`core.eval.ifeval.load_prompts`)."""
-    from core.eval.ifeval import load_prompts
 
     try:
         records = load_prompts(path)
@@ -115,7 +116,6 @@ def ifeval_prompts(path: str | None) -> list[Any]:
 def own_tasks(request: EvalRequest) -> list[OwnTask]:
     """The `tasks` suite's tasks: the test split of the request's task file, `limit` first
     ones taken round-robin over categories like the other suites."""
-    from core.taskfile.models import TaskFileError, TaskSplit, load_task_file, task_split
 
     if request.task_file is None:
         raise EvalError("the tasks suite needs a task file (--tasks FILE)")
@@ -174,7 +174,7 @@ def _hv_items(
     request: EvalRequest, suite: Suite, task_id: str, category: str, task: Any
 ) -> list[EvalItem]:
     """A task's Harness-Variant items: K heldout variants (dimensions in rotation) x samples."""
-    from core.datagen.variants import variant_seed
+    from core.datagen.variants import variant_seed  # heavy: openai, sqlalchemy, alembic
 
     items: list[EvalItem] = []
     for k in range(1, request.variants + 1):

@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core.eval import plots as charts
 from core.eval.ifeval import IfevalScore
 from core.eval.results import (
     HV_BASE,
@@ -526,7 +527,6 @@ def write_report(
 ) -> list[Path]:
     """Write report.json, report.md and the PNG plots into `out_dir` (created); returns the
     paths written. Rows are turned into a report first (with `meta`)."""
-    from core.eval import plots as charts
 
     report = (
         report_or_results
@@ -551,7 +551,6 @@ def write_comparison(
     plots: bool = True,
 ) -> list[Path]:
     """comparison.json, comparison.md and comparison plots for several models."""
-    from core.eval import plots as charts
 
     table = compare_reports(reports, columns=columns)
     out = Path(out_dir)

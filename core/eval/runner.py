@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
+from core.episode.task_file import TaskFileWorld
 from core.eval.items import (
     TASK_FILE_SUITES,
     ItemContext,
@@ -51,9 +52,15 @@ from core.eval.types import (
     RunStatus,
     StopFlag,
 )
+from core.models.registry import RegistryError, get
+from core.runtime.tool_runtime import ToolRuntime, binding_problems
 from core.runtime.trace import Trace
+from core.sim.catalog import load_catalog
 from core.store.errors import StoreError
+from core.store.harness_ref import resolve_stored
 from core.store.types import utcnow
+from core.taskfile.judge import JudgeUnavailable, check_judge
+from core.taskfile.models import check_against_harness
 
 if TYPE_CHECKING:
     from core.harness.models import Harness
@@ -70,7 +77,6 @@ def resolve_harness(store: Store, ref: str | None) -> tuple[Harness, str, str]:
     """(harness, its name, stored version id) for a request's `harness`: the one rule of
     core/store/harness_ref.py (None: live-host@production, else @head, else the bundled demo,
     committed first so the run names a stored version; a bare name the same way)."""
-    from core.store.harness_ref import resolve_stored
 
     try:
         return resolve_stored(store, ref)
@@ -82,7 +88,7 @@ def resolve_harness(store: Store, ref: str | None) -> tuple[Harness, str, str]:
 
 
 def _latency_row(ctx: ItemContext, trace: Trace, task_id: str, warmup: bool) -> Any:
-    from core.serving.latency import request_row
+    from core.serving.latency import request_row  # heavy: openai, numpy, anyio
 
     return request_row(
         trace,
@@ -107,7 +113,6 @@ async def _execute(
     base_url: str | None,
 ) -> EvalRun:
     """Run every item not in `skip`; the run's final record."""
-    from core.sim.catalog import load_catalog
 
     request = run.request
     todo = [item for item in items if item.key not in skip]
@@ -194,15 +199,12 @@ async def _open_own_world(
     """The task-file suites' world: the harness's tool runtime (every binding must resolve) and
     the judge when some task needs one; the reason the run cannot start, or None.
     `written_for`: the harness the task file names things in (default: the run's)."""
-    from core.runtime.tool_runtime import ToolRuntime, binding_problems
-    from core.serving.judge import http_judge
-    from core.taskfile.judge import JudgeUnavailable, check_judge
+    from core.serving.judge import http_judge  # heavy: openai, numpy, anyio
 
     problems = binding_problems(ctx.harness)
     if problems:
         listed = "; ".join(p.message for p in problems)
         return f"tools: the harness has bindings the runtime cannot run: {listed}"
-    from core.episode.task_file import TaskFileWorld
 
     tools = await world.enter_async_context(ToolRuntime(ctx.harness))
     request = ctx.request
@@ -230,7 +232,10 @@ def _follow_restart(ctx: ItemContext) -> None:
 
 
 def _openai_client(request: EvalRequest, url: str, model_id: str) -> Any:
-    from core.serving.client import GenerationOptions, OpenAIChatClient
+    from core.serving.client import (  # heavy: openai, numpy, anyio
+        GenerationOptions,
+        OpenAIChatClient,
+    )
 
     return OpenAIChatClient(
         url,
@@ -241,10 +246,9 @@ def _openai_client(request: EvalRequest, url: str, model_id: str) -> Any:
 
 
 async def _start_server(store: Store, request: EvalRequest) -> tuple[ManagedServer | None, str]:
-    from core.models.registry import RegistryError
-    from core.serving.engines import EngineConfig, EngineError
-    from core.serving.launch import server_for
-    from core.serving.server import ServerError
+    from core.serving.engines import EngineConfig, EngineError  # heavy: openai, numpy, anyio
+    from core.serving.launch import server_for  # heavy: openai, numpy, anyio
+    from core.serving.server import ServerError  # heavy: openai, numpy, anyio
 
     try:
         server = server_for(
@@ -400,7 +404,6 @@ def _check_task_names(request: EvalRequest, written_for: Harness) -> None:
     is stored: graded, such a task would only say the file is wrong, as a model's score."""
     if not TASK_FILE_SUITES & set(request.suites):
         return
-    from core.taskfile.models import check_against_harness
 
     problems = check_against_harness(
         own_tasks(request),
@@ -426,7 +429,6 @@ def _check_request(store: Store, request: EvalRequest, factory: ClientFactory | 
             raise EvalError(f"task_file_harness: {exc}") from None
     if factory is not None or request.base_url is not None:
         return
-    from core.models.registry import RegistryError, get
 
     try:
         record = get(store, request.model)

@@ -28,6 +28,7 @@ from pydantic import (
 
 from core.eval.results import EvalResult, Suite
 from core.harness.demo import DEMO_HARNESS
+from core.sim.models import TaskCategory
 
 DEFAULT_HARNESS = DEMO_HARNESS
 """The harness a request without `harness` runs under: the one rule of
@@ -105,7 +106,6 @@ class EvalRequest(BaseModel):
     @field_validator("categories")
     @classmethod
     def _known_categories(cls, categories: list[str] | None) -> list[str] | None:
-        from core.sim.models import TaskCategory
 
         if categories is None:
             return None
@@ -140,7 +140,7 @@ class EvalRequest(BaseModel):
         """What a dump (the store, report.json, the fingerprint) records: the URL without
         credentials (`redact_url`); the request in memory keeps what it was given, so the
         run it starts can still authenticate."""
-        from core.serving.client import redact_url
+        from core.serving.client import redact_url  # heavy: openai, sqlalchemy, alembic
 
         return None if url is None else redact_url(url)
 

@@ -24,7 +24,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.harness.models import Harness, PromptSection, SectionKind, Skill, Tool
-from core.sim.models import TaskCategory
+from core.sim.catalog import load_catalog
+from core.sim.models import Split, TaskCategory
+from core.sim.surface import HarnessSurface
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(])")
 _KEEP_KEYS = frozenset({"type", "properties", "required", "enum", "items"})
@@ -125,10 +127,8 @@ def category_needs(categories: Sequence[TaskCategory]) -> tuple[set[str], set[st
     """(skill roles, tool bindings) the correct behaviour of these task categories can use:
     required and optional calls and every acceptable reply / strategy role, over the train and
     test tasks of each category (core/sim/expect.py is the one definition of correct)."""
-    from core.sim.catalog import load_catalog
-    from core.sim.expect import plan_task
-    from core.sim.models import Split
-    from core.sim.tasks import generate_tasks
+    from core.sim.expect import plan_task  # heavy: jsonschema, regex
+    from core.sim.tasks import generate_tasks  # heavy: jsonschema, regex
 
     catalog = load_catalog()
     roles: set[str] = set()
@@ -150,7 +150,6 @@ def focus_harness(harness: Harness, categories: Sequence[TaskCategory]) -> Harne
     an edited harness that renamed tools keeps the renamed ones. Hooks, settings and the
     prompt's sections are kept whole: a hook whose matcher names a dropped tool never fires.
     """
-    from core.sim.surface import HarnessSurface
 
     roles, bindings = category_needs(categories)
     surface = HarnessSurface(harness, {}, {}, {})

@@ -50,6 +50,8 @@ registry, managed servers, the evaluation runner); this module only sequences th
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import json
 import os
 import platform
@@ -64,14 +66,35 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from core.eval.results import Suite
+from core.experiment.lite import focus_harness, lite_harness
 from core.experiment.profiles import Profile, edited_harness_path, parse_profile
 from core.experiment.report import write_replication_report
 from core.experiment.steps import EVAL_PARTS as EVAL_PARTS
 from core.experiment.steps import HAT_STAGES
 from core.experiment.steps import MODELS as MODELS
 from core.experiment.steps import STEPS as STEPS
+from core.experiment.task_world import (
+    TaskWorldError,
+    check_task_file,
+    pick_per_category,
+    read_tasks,
+    split,
+    write_tasks,
+)
+from core.harness import HarnessError, export_folder, import_folder
+from core.harness.demo import load_demo_harness
 from core.jsonl import jsonl_lines
+from core.models import RegistryError, add_demo, get
+from core.models.merge import merged_model
+from core.models.registry import DEMO_MODEL_NAME
+from core.sim.catalog import load_catalog
+from core.sim.models import Split
 from core.store import Store
+from core.store.training import get_run, list_runs
+from core.train.config import PipelineConfig
+from core.train.launch_checks import detect_environment
+from core.train.pipeline import resume_pipeline, run_pipeline
+from core.train.runs import RunError, prepare, process_alive, resume, start, watch
 
 if TYPE_CHECKING:
     from core.harness.models import Harness
@@ -203,9 +226,6 @@ class Replication:
     # ------------------------------------------------------------------ 1. setup
 
     def _setup(self, entry: dict[str, Any], say: Message) -> None:
-        from core.harness import export_folder
-        from core.models import RegistryError, add_demo, get
-        from core.models.registry import DEMO_MODEL_NAME
 
         try:
             record = get(self.store, self.profile.model)
@@ -238,9 +258,6 @@ class Replication:
 
     def _demo_harnesses(self) -> tuple[Harness, Harness, str]:
         """The live room's original and edited harness (the profile's cut) and their name."""
-        from core.experiment.lite import focus_harness, lite_harness
-        from core.harness import import_folder
-        from core.harness.demo import load_demo_harness
 
         original = load_demo_harness()
         edited = import_folder(edited_harness_path(self.profile))
@@ -260,9 +277,7 @@ class Replication:
         """The task-file world's harness and edited harness, read from the profile's folders
         with trust (the profile names the code to run), and the task file checked against
         the harness it was written for."""
-        from core.experiment.task_world import TaskWorldError, check_task_file
-        from core.harness import HarnessError, import_folder
-        from core.runtime.tool_runtime import binding_problems
+        from core.runtime.tool_runtime import binding_problems  # heavy: jsonschema, regex
 
         found: dict[str, Harness] = {}
         for key, field_name in (("original", "harness_folder"),
@@ -297,12 +312,9 @@ class Replication:
     # ------------------------------------------------------------------ 2. data
 
     def _data(self, entry: dict[str, Any], say: Message) -> None:
-        import asyncio
 
-        from core.datagen import GenerateConfig, get_sampler
-        from core.sim.catalog import load_catalog
-        from core.sim.models import Split
-        from core.sim.tasks import generate_tasks, suite_bytes
+        from core.datagen import GenerateConfig, get_sampler  # heavy: openai, httpx, rich
+        from core.sim.tasks import generate_tasks, suite_bytes  # heavy: jsonschema, regex
 
         setup = self.step("setup")
         harness = self.store.load(setup["versions"]["original"])
@@ -340,8 +352,6 @@ class Replication:
             say(f"{kind}: {rows} rows ({summary.rejected} rejected)")
         rl = self.profile.hat.rl
         if self.in_task_file:  # HSA-RL plays train tasks of the file, every category in turn
-            from core.experiment.task_world import write_tasks
-
             chosen = self._own_train_tasks(rl.per_category or 4, rl.task_seed)
             files["rl_tasks"] = write_tasks(chosen, out / "rl-tasks.jsonl")
             counts["rl_tasks"] = len(chosen)
@@ -357,7 +367,6 @@ class Replication:
 
     def _own_train_tasks(self, per_category: int, seed: int) -> list[Any]:
         """Train tasks of the task file: at most `per_category` of each category."""
-        from core.experiment.task_world import pick_per_category, read_tasks, split
 
         path = Path(self.step("setup")["task_file"])
         return pick_per_category(split(read_tasks(path), "train"), per_category, seed=seed)
@@ -365,12 +374,12 @@ class Replication:
     async def _generate(self, tasks: list[Any], harness: Any, catalog: Any, config: Any) -> Any:
         """Oracle rows of `tasks` in the profile's world (a task file's: the harness's own
         tools, open for the generation; golds that cannot play stop it before any job)."""
-        from core.datagen import Teacher, generate
+        from core.datagen import Teacher, generate  # heavy: openai, httpx, rich
 
         teacher = Teacher.oracle(catalog)
         if not self.in_task_file:
             return await generate(tasks, harness, catalog, teacher, config)
-        from core.episode.open_world import open_world
+        from core.episode.open_world import open_world  # heavy: jsonschema, regex
 
         try:
             async with open_world(harness, task_file=True, catalog=catalog) as world:
@@ -409,9 +418,6 @@ class Replication:
 
     def _launch_fixed(self, entry: dict[str, Any], say: Message) -> Any:
         """Start (or resume) the fixed SFT child; None when it is already done."""
-        from core.store.training import get_run
-        from core.train.launch_checks import detect_environment
-        from core.train.runs import RunError, prepare, process_alive, resume, start
 
         run_id = entry.get("run")
         if run_id:
@@ -442,7 +448,6 @@ class Replication:
     def _finish_fixed(self, entry: dict[str, Any], proc: Any, say: Message) -> None:
         """Watch the fixed SFT child to its end; a child that was killed (e.g. by the
         out-of-memory killer while the HAT stages ran beside it) is run again once, alone."""
-        from core.train.runs import watch
 
         run = watch(self.store, entry["run"], proc, on_event=_progress(say, "fixed"))
         if run.status == "failed" and "killed" in (run.reason or "") and not entry.get("retried"):
@@ -456,10 +461,6 @@ class Replication:
         entry["wall_s"] = _run_wall(run)
 
     def _train_hat(self, entry: dict[str, Any], say: Message) -> None:
-        from core.store.training import get_run
-        from core.train.config import PipelineConfig
-        from core.train.launch_checks import detect_environment
-        from core.train.pipeline import resume_pipeline, run_pipeline
 
         env = detect_environment()
         hat = self.profile.hat
@@ -500,7 +501,6 @@ class Replication:
     def _note_stage(
         self, entry: dict[str, Any], run_id: str, stage: str, how: str, say: Message
     ) -> None:
-        from core.store.training import get_run
 
         if "run" not in entry:
             parent = get_run(self.store, run_id).parent
@@ -509,7 +509,6 @@ class Replication:
         say(f"HAT {stage}: {how} ({run_id})")
 
     def _stage_walls(self, pipeline_id: str) -> dict[str, Any]:
-        from core.store.training import list_runs
 
         out: dict[str, Any] = {}
         for run in list_runs(self.store, parent=pipeline_id):
@@ -550,7 +549,7 @@ class Replication:
         """The four evaluation requests of one model (without the server address); a HAT
         stage (`hat-sft`, `hat-opd`): the HAT model's requests for the profile's
         `stage_suites`, under the stage's merged model (the same items)."""
-        from core.eval.api import EvalRequest
+        from core.eval.api import EvalRequest  # heavy: httpx, rich, jsonschema
 
         if model.startswith("hat-"):
             label = self.model_label(model)
@@ -603,7 +602,7 @@ class Replication:
         variants), the edit test the `tasks` suite under the edited harness, graded in the
         names of the harness the file was written for (a renamed tool is matched by its
         binding)."""
-        from core.eval.api import EvalRequest
+        from core.eval.api import EvalRequest  # heavy: httpx, rich, jsonschema
 
         ev = self.profile.eval
         versions = self.step("setup")["versions"]
@@ -637,8 +636,8 @@ class Replication:
         Through `server_for` like every server of core; by the model's folder, as the run
         records it (a registration can fail and leave the folder), under the folder's path
         as the model id that the run's stored requests name."""
-        from core.serving.engines import EngineConfig
-        from core.serving.launch import server_for
+        from core.serving.engines import EngineConfig  # heavy: openai, httpx, rich
+        from core.serving.launch import server_for  # heavy: openai, httpx, rich
 
         ev = self.profile.eval
         engine = self.engine()
@@ -661,7 +660,7 @@ class Replication:
     def engine(self, say: Message = _quiet) -> str:
         """The serving engine: the profile's, or transformers serve when the profile asks for
         vLLM and no vLLM environment exists here (a one-line notice, kept in the run's notes)."""
-        from core.serving.engines import pick_engine
+        from core.serving.engines import pick_engine  # heavy: openai, httpx, rich
 
         engine, notice = pick_engine(self.profile.eval.engine)
         if notice is not None:
@@ -680,7 +679,7 @@ class Replication:
         run one after another (agent suites first); a server that died during a suite is
         started again (`core.serving.launch.revive`) and the suite resumed (its model_error
         rows are run again). "partial" when the deadline stopped it."""
-        from core.eval.api import RunStatus, get_eval_run
+        from core.eval.api import RunStatus, get_eval_run  # heavy: httpx, rich, jsonschema
 
         runs: dict[str, str] = entry.setdefault("runs", {})
         entry.setdefault("walls", {})
@@ -730,8 +729,8 @@ class Replication:
         say: Message,
     ) -> Any:  # fmt: skip
         """One suite of one model on the model's running server (`_evaluate`)."""
-        from core.eval.api import resume_eval, run_eval
-        from core.serving.launch import revive
+        from core.eval.api import resume_eval, run_eval  # heavy: httpx, rich, jsonschema
+        from core.serving.launch import revive  # heavy: openai, httpx, rich
 
         runs: dict[str, str] = entry["runs"]
         t0 = time.monotonic()
@@ -772,8 +771,6 @@ class Replication:
         """HAT's kept stage adapters after HSA-SFT and after OPD, each merged and evaluated
         like a model of its own (`_evaluate`: one server, the HAT model's items) on the
         profile's `stage_suites` (module doc, step 5). Off in the profile: nothing to do."""
-        from core.models import RegistryError
-        from core.models.merge import merged_model
 
         if not self.profile.eval.stages:
             entry["note"] = "off in the profile (eval.stages)"
@@ -834,7 +831,7 @@ class Replication:
 def _unfinished_run(store: Store, request: Any) -> str | None:
     """The newest unfinished evaluation run of exactly this request (same model label,
     harness version, suites and settings), so a replication killed mid-suite resumes it."""
-    from core.eval.api import RunStatus, list_eval_runs
+    from core.eval.api import RunStatus, list_eval_runs  # heavy: httpx, rich, jsonschema
 
     def key(req: Any) -> Any:
         return req.model_dump(mode="json", exclude={"base_url", "model_id"})
@@ -905,7 +902,6 @@ SNAPSHOT = (
 def snapshot_modules() -> None:
     """Import now every module a later step uses, so a run that lasts an hour executes one
     consistent version of the code even when the checkout changes under it."""
-    import importlib
 
     for name in SNAPSHOT:
         importlib.import_module(name)

@@ -59,9 +59,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.eval.ifeval import aggregate_results
 from core.eval.results import EvalResult, ResultStatus, Suite, failure_kind, scored
-from core.eval.stats import Interval, bootstrap_ci
+from core.eval.stats import Interval, bootstrap_ci, dimension_breakdown, paired_bootstrap
+from core.experiment.profiles import project_root
 from core.experiment.steps import HAT_STAGES, MODELS, STEPS
+from core.train.events import events_path, read_events
 
 if TYPE_CHECKING:
     from core.experiment.replicate import Replication
@@ -140,7 +143,6 @@ def agent_summary(rows: Sequence[EvalResult], *, clustered: bool = False) -> dic
 
 
 def ifeval_summary(rows: Sequence[EvalResult]) -> dict[str, Any]:
-    from core.eval.ifeval import aggregate_results
 
     rows = [r for r in rows if r.suite is Suite.IFEVAL]
     if not rows:
@@ -289,7 +291,6 @@ def variant_summary(ls: Sequence[EvalResult], hv: Sequence[EvalResult]) -> dict[
     correctly) and per-HSA-dimension cost (core.eval.stats.dimension_breakdown, paired per
     task); and P5 of the variants' mean-of-four-grades scores (bootstrapped over tasks; module
     doc: why not on answered correctly)."""
-    from core.eval.stats import dimension_breakdown, paired_bootstrap
 
     out: dict[str, Any] = {}
     # A task file's suites (`tasks`, `hv-tasks`) play the LS-QA and HV-QA roles here.
@@ -338,7 +339,6 @@ def hv_difference(
 ) -> dict[str, Any] | None:
     """HAT - fixed-SFT on HV-QA answered correctly (or `value`), paired over the tasks both
     ran (a task's variants averaged first)."""
-    from core.eval.stats import paired_bootstrap
 
     a, b = _per_task(fixed, value), _per_task(hat, value)
     shared = sorted(set(a) & set(b))
@@ -353,7 +353,7 @@ def hv_difference(
 
 def collect(run: Replication) -> dict[str, Any]:
     """Every model's numbers from the stored evaluation runs (module doc)."""
-    from core.eval.api import load_results
+    from core.eval.api import load_results  # heavy: sqlalchemy, alembic, httpx
 
     runs = {model: run.eval_runs(model) for model in MODELS}
     rows = {
@@ -474,7 +474,7 @@ def reward_spread(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
 def collect_stages(run: Replication) -> dict[str, Any] | None:
     """report.json's `stages` (module doc): None when the run has no eval-stages rows (a
     run folder from before the step, or a profile without `eval.stages`)."""
-    from core.eval.api import load_results
+    from core.eval.api import load_results  # heavy: sqlalchemy, alembic, httpx
 
     runs = {stage: run.eval_runs(f"hat-{stage}") for stage in HAT_STAGES}
     if not any(runs.values()):
@@ -491,8 +491,7 @@ def collect_stages(run: Replication) -> dict[str, Any] | None:
 
 def rl_reward_spread(run: Replication) -> dict[str, Any] | None:
     """`reward_spread` of the HAT pipeline's RL stage run (None without one or its events)."""
-    from core.store.training import find_run
-    from core.train.events import events_path, read_events
+    from core.store.training import find_run  # heavy: sqlalchemy, alembic
 
     stages = ((run.state.get("steps", {}).get("train") or {}).get("hat") or {}).get("stages")
     rl = (stages or {}).get("rl") or {}
@@ -585,7 +584,7 @@ def ratio_cell(value: tuple[float | None, float | None, float | None] | list[Any
 
 
 def packages(run: Replication) -> dict[str, Any]:
-    from core.store.training import get_run
+    from core.store.training import get_run  # heavy: sqlalchemy, alembic
 
     for model in ("hat", "fixed"):
         entry = run.step("train").get(model) or {}
@@ -684,7 +683,6 @@ def _completeness(run: Replication) -> list[str]:
 
 def _shown(path: str | None) -> str:
     """A profile's path as the report shows it: from the project root when it is inside."""
-    from core.experiment.profiles import project_root
 
     if path is None:
         return "—"

@@ -347,7 +347,7 @@ def open_seed(
     """Seed `seed`'s replication under `out` and whether it already existed: an existing
     folder is resumed (never started again), refused when its profile is not `profile`
     under that seed (the field named)."""
-    from core.experiment.replicate import STATE_FILE, Replication
+    from core.experiment.replicate import STATE_FILE, Replication  # heavy: sqlalchemy, alembic
 
     folder = seed_folder(out, seed)
     wanted = profile.with_seed(seed)

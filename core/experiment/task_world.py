@@ -18,7 +18,14 @@ from collections.abc import Sequence
 from itertools import zip_longest
 from pathlib import Path
 
-from core.taskfile.models import OwnTask, TaskFileError, TaskSplit, load_task_file, task_split
+from core.taskfile.models import (
+    OwnTask,
+    TaskFileError,
+    TaskSplit,
+    check_against_harness,
+    load_task_file,
+    task_split,
+)
 
 
 class TaskWorldError(ValueError):
@@ -40,7 +47,6 @@ def check_task_file(path: Path, tool_names: set[str], skill_names: set[str]) -> 
     """{split: task count} of a task file fit for a replication: it has train and test
     tasks, its gold names only the harness's tools and skills, and no test task needs an LLM
     judge (the replication runs none). TaskWorldError listing what is wrong otherwise."""
-    from core.taskfile.models import check_against_harness
 
     tasks = read_tasks(path)
     counts = {s.value: len(split(tasks, s.value)) for s in TaskSplit}

@@ -6,6 +6,8 @@ from string import Template
 
 from core.harness.errors import Problem
 from core.harness.models import (
+    LITERAL_ALTERNATION,
+    SKILL_DESCRIPTION_SPEC,
     Harness,
     HookEvent,
     HookKind,
@@ -14,6 +16,9 @@ from core.harness.models import (
     matcher_matches,
 )
 from core.harness.patterns import PatternTimeout
+from core.harness.render import BUILTIN_VARIABLES
+from core.harness.strict_schema import strict_schema_problems
+from core.harness.trust import trust_warnings
 
 
 def template_variables(template: str) -> set[str]:
@@ -44,7 +49,6 @@ def hook_file(hook_name: str) -> str:
 
 def cross_check(harness: Harness) -> list[Problem]:
     problems: list[Problem] = []
-    from core.harness.render import BUILTIN_VARIABLES
 
     variables = set(harness.prompt.variables) | set(BUILTIN_VARIABLES)
     for section in harness.prompt.sections:
@@ -120,7 +124,6 @@ def harness_warnings(harness: Harness) -> list[Problem]:
     (`stale_references`), strict tools OpenAI would refuse (`strict_warnings`) and what is
     switched off until trusted: a task-critical hook that does not run, a tool whose calls
     all fail (`core.harness.trust.trust_warnings`)."""
-    from core.harness.trust import trust_warnings
 
     return (
         spec_warnings(harness)
@@ -137,7 +140,6 @@ def stale_references(harness: Harness) -> list[Problem]:
     the renamed tool; a `validate_tool_args` schema naming a parameter that no tool it matches
     has checks nothing (a property) or blocks every call (a required one); a skill's
     `allowed-tools` that names this harness's tools and one that is none."""
-    from core.harness.models import LITERAL_ALTERNATION
 
     problems: list[Problem] = []
     tools = {t.name: t for t in harness.tools}
@@ -202,7 +204,6 @@ def stale_references(harness: Harness) -> list[Problem]:
 def strict_warnings(harness: Harness) -> list[Problem]:
     """Tools declared `strict: true` whose schema OpenAI's structured outputs would refuse
     (core/harness/strict_schema.py): one problem per cause, naming where in the schema."""
-    from core.harness.strict_schema import strict_schema_problems
 
     return [
         Problem(f"tools/{tool.name}.json", "parameters", f"strict: {line}")
@@ -216,7 +217,6 @@ def spec_warnings(harness: Harness) -> list[Problem]:
     """Limits of a published spec that the harness passes but the product can live with
     (a warning with the value, never a refusal): a skill description past the agentskills.io
     spec's 1024 characters, which some clients cut."""
-    from core.harness.models import SKILL_DESCRIPTION_SPEC
 
     return [
         Problem(

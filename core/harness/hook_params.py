@@ -29,7 +29,7 @@ DEFAULT_NUMBER_PATTERN = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 
 
 def _check_regexes(patterns: list[str]) -> list[str]:
-    from core.harness.patterns import check_pattern
+    from core.harness.patterns import check_pattern  # heavy: regex
 
     for pattern in patterns:
         check_pattern(pattern)
@@ -54,7 +54,7 @@ class ValidateToolArgsParams(_Params):
     @field_validator("schema_")
     @classmethod
     def _check(cls, value: dict[str, Any]) -> dict[str, Any]:
-        from core.harness.schema import check_json_schema
+        from core.harness.schema import check_json_schema  # heavy: jsonschema, regex
 
         check_json_schema(value)
         return value

@@ -321,7 +321,7 @@ class Tool(_Model):
     @field_validator("parameters")
     @classmethod
     def _check_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
-        from core.harness.schema import check_parameters_schema
+        from core.harness.schema import check_parameters_schema  # heavy: jsonschema, regex
 
         check_parameters_schema(value)
         return value
@@ -331,7 +331,7 @@ class Tool(_Model):
     def _check_output_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         if value is None:
             return None
-        from core.harness.schema import check_json_schema
+        from core.harness.schema import check_json_schema  # heavy: jsonschema, regex
 
         if value.get("type") != "object":
             raise ValueError('an output schema describes a JSON object: "type" must be "object"')
@@ -398,7 +398,7 @@ def matcher_matches(pattern: str, tool_name: str) -> bool:
     found = _compiled_matcher(pattern)
     if found is not None:
         return tool_name in found
-    from core.harness.patterns import MATCHER_TIMEOUT_S, Deadline, TimedPattern
+    from core.harness.patterns import MATCHER_TIMEOUT_S, Deadline, TimedPattern  # heavy: regex
 
     timed = TimedPattern(pattern, Deadline(MATCHER_TIMEOUT_S))
     return timed.fullmatch(tool_name) is not None
@@ -435,7 +435,7 @@ class Hook(_Model):
     @classmethod
     def _check_matcher(cls, value: str) -> str:
         if value != "*":
-            from core.harness.patterns import check_pattern
+            from core.harness.patterns import check_pattern  # heavy: regex
 
             try:
                 check_pattern(value)
@@ -464,7 +464,7 @@ class Hook(_Model):
         matches nothing (import reports it for the harness's own tool names)."""
         if self.matcher == "*" or tool_name is None:
             return True
-        from core.harness.patterns import PatternTimeout
+        from core.harness.patterns import PatternTimeout  # heavy: regex
 
         try:
             return matcher_matches(self.matcher, tool_name)

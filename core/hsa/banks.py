@@ -36,6 +36,7 @@ from typing import Any
 
 import yaml
 
+import resources
 from core.harness.models import Harness
 from core.hsa.domain import harness_domain
 
@@ -438,8 +439,6 @@ def _strings(values: list[Any]) -> set[str]:
 
 
 def banks_root() -> Path:
-    import resources
-
     return Path(resources.__file__).parent / "hsa"
 
 

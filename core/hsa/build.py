@@ -42,6 +42,7 @@ from core.harness.models import (
     Tool,
     _unique,
 )
+from core.hsa.schema_text import rename_properties
 
 T = TypeVar("T")
 
@@ -99,7 +100,6 @@ def _skeleton(schema: Any) -> tuple[Any, dict[str, str]]:
     can change whether a schema is valid (names, texts and defaults are free; the order of
     properties and of `required` is not checked), so HSA variants of one schema (renamed,
     reworded, reordered, new defaults) share one cached meta-schema check."""
-    from core.hsa.schema_text import rename_properties
 
     if not isinstance(schema, dict):
         return schema, {}
@@ -255,7 +255,7 @@ def _check_edited_params(
     an object schema (where it was one) whose `required` names its properties, no two
     properties merged by a rename (as many as before plus the added ones), and each added
     property's schema must be valid."""
-    from core.harness.schema import check_json_schema
+    from core.harness.schema import check_json_schema  # heavy: jsonschema, regex
 
     if not isinstance(params, dict) or params.get("type") != before.get("type"):
         raise FieldValueError(where, "an edit must keep the schema's type")

@@ -18,12 +18,14 @@ import (truncated file, unsupported architecture, a crash) leaves neither a fold
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import threading
 import uuid
 from collections.abc import Callable
 from importlib import metadata
@@ -256,7 +258,6 @@ def _run_import(
     done: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     stderr_tail: list[str] = []
-    import threading
 
     def drain() -> None:
         assert proc.stderr is not None
@@ -342,7 +343,6 @@ def find_demo_gguf(*, verify: bool = True) -> Path:
         with path.open("rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(block)
-        import base64
 
         actual = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
         if actual != entry.hash.value:

@@ -45,6 +45,7 @@ from core.harness.hook_params import (
 )
 from core.harness.models import Harness, Hook, HookEvent, HookKind, SkillKind
 from core.harness.patterns import Deadline, PatternTimeout, TimedPattern
+from core.harness.render import AUDIENCE_VARIABLE
 from core.harness.schema import argument_errors
 from core.runtime.hook_result import HookResult as HookResult
 from core.runtime.python_hooks import run_python_hook
@@ -149,7 +150,6 @@ def _validate_tool_args(hook: Hook, data: HookInput, harness: Harness) -> HookRe
 def _audience(harness: Harness) -> str:
     """Who writes the request ("viewer" in the live room; "user" unless the harness's
     `audience` prompt variable says otherwise): no domain word reaches another harness."""
-    from core.harness.render import AUDIENCE_VARIABLE
 
     return harness.prompt.variables.get(AUDIENCE_VARIABLE, "").strip() or "user"
 

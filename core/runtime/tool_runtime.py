@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Literal
 
+from core.harness.folder import PYTHON_ROOTS, remembered_python_roots
 from core.harness.models import Harness, McpServer, Tool
 from core.runtime.bindings import Bindings, ToolContext, ToolError, ToolErrorKind
 from core.runtime.python_hooks import hook_environment
@@ -219,7 +220,6 @@ def _import_module(module: str, harness_name: str | None = None) -> Any:
     """`importlib.import_module`, then, when the module (or its package) is missing, again
     with the harness folders read in this process and their parents on the path
     (core/harness/folder/python_roots.py PYTHON_ROOTS, appended after the rest of sys.path)."""
-    from core.harness.folder import PYTHON_ROOTS, remembered_python_roots
 
     try:
         return importlib.import_module(module)
@@ -235,7 +235,6 @@ def _import_module(module: str, harness_name: str | None = None) -> Any:
 
 
 def _where_looked() -> str:
-    from core.harness.folder import PYTHON_ROOTS
 
     roots = ", ".join(PYTHON_ROOTS) or "no harness folder read in this process"
     return (

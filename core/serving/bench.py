@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.episode.live_room import LiveRoomWorld
 from core.episode.play import play
 from core.harness.models import Harness
 from core.runtime.client import ChatClient
@@ -35,9 +36,11 @@ from core.serving.latency import (
     request_row,
 )
 from core.serving.metrics import Histogram, parse_histograms, server_view
+from core.sim.catalog import load_catalog
 from core.sim.models import Catalog, Task
 from core.store import Store
 from core.store.serving import RequestRow, add_latency
+from core.taskfile.sources import load_live_source
 
 RULES = (
     "client view: ttft/tpot/call_e2e over the successful model calls of the measured "
@@ -54,7 +57,6 @@ def select_tasks(spec: str, count: int, *, seed: int = 0) -> list[Task]:
     of live-room tasks, resolved as every other command resolves them
     (core/taskfile/sources.py), shuffled with `seed` and cycled when `count` exceeds what
     there is."""
-    from core.taskfile.sources import load_live_source
 
     pool = load_live_source(spec, seed=seed)
     if not pool:
@@ -137,13 +139,9 @@ async def run_latency_bench(
     if len(tasks) < warmup + n:
         raise ValueError(f"need {warmup + n} tasks, got {len(tasks)}")
     if catalog is None:
-        from core.sim.catalog import load_catalog
-
         catalog = load_catalog()
     session = session or f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
     rows: list[RequestRow] = []
-
-    from core.episode.live_room import LiveRoomWorld
 
     world = LiveRoomWorld(catalog)
 

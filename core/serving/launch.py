@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from core.models.merge import merged_model
 from core.models.registry import RegistryError, get
 from core.serving.engines import EngineConfig
 from core.serving.server import ManagedServer
@@ -70,8 +71,6 @@ def server_for(
                 f"adapter {adapter!r} was trained on {adapter_record.base!r}, not {record.name!r}"
             )
         if config.engine == "transformers":
-            from core.models.merge import merged_model
-
             record = merged_model(store, adapter, on_phase=on_phase)
         else:
             adapters[adapter] = adapter_record.location

@@ -45,6 +45,7 @@ from typing import Any, BinaryIO
 import httpx
 
 from core.exits import exit_words, tail_lines
+from core.models.folder import FolderError, check_adapter_folder, check_model_folder
 from core.paths import server_logs_dir
 from core.serving.engines import EngineConfig, LaunchSpec, build_launch
 
@@ -265,7 +266,6 @@ class ManagedServer:
         return self
 
     def _check_model(self) -> None:
-        from core.models.folder import FolderError, check_adapter_folder, check_model_folder
 
         looks_local = self.model.startswith(("/", ".", "~")) or Path(self.model).exists()
         if looks_local:

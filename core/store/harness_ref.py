@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.harness.demo import DEMO_HARNESS
+from core.harness.demo import DEMO_HARNESS, load_demo_harness
+from core.harness.folder import import_folder
 from core.harness.models import Harness
 from core.store.errors import StoreError
 
@@ -61,7 +62,6 @@ def resolve_stored(store: Store, ref: str | None) -> tuple[Harness, str, str]:
     found = default_stored(store)
     if found is not None:
         return store.load(found.id), found.harness_name, found.id
-    from core.harness.demo import load_demo_harness
 
     harness = load_demo_harness()
     info = store.commit(harness, "the bundled demo harness (stored for evaluation)")
@@ -75,14 +75,11 @@ def resolve_harness(
     `trust`), a stored ref or the default rule (the bundled demo is not committed here: a
     folder or the demo has no version)."""
     if ref is not None and Path(ref).expanduser().is_dir():
-        from core.harness.folder import import_folder
-
         return import_folder(Path(ref).expanduser(), trust_python_hooks=trust), None
     if ref is None:
         info = default_stored(store)
         if info is not None:
             return store.load(info.id), info.id
-        from core.harness.demo import load_demo_harness
 
         return load_demo_harness(), None
     harness, _name, version = resolve_stored(store, ref)

@@ -14,6 +14,9 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from core.harness.folder import folder_files
+from core.store.harness_versions import ComponentDiff, component_of, unified_diff
+
 if TYPE_CHECKING:
     from core.harness.models import Harness
     from core.store.harness_versions import ComponentDiff
@@ -36,7 +39,6 @@ def with_renames(
     """`diffs` with each renamed component's files as `renamed` diffs (old path, old name,
     and the unified diff of its content from the old file to the new one); a file only one
     side of a renamed skill has stays added or removed. Order: by path, as the store's."""
-    from core.store.harness_versions import ComponentDiff, unified_diff
 
     if old is None:
         return diffs
@@ -151,8 +153,6 @@ def _identity(key: Key, harness: Harness) -> str | None:
 def _boilerplate(harnesses: Iterable[Harness]) -> dict[str, set[str]]:
     """Per component kind, the lines more than half of its files carry (a tool file's
     `"type": "object",`): left out of the similarity, or every two tools would look alike."""
-    from core.harness.folder import folder_files
-    from core.store.harness_versions import component_of
 
     files: dict[str, list[set[str]]] = {}
     for harness in harnesses:

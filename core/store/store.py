@@ -16,6 +16,7 @@ from sqlalchemy import Connection, Engine
 from core.harness import Harness, HarnessError, HookKind, folder_files
 from core.harness.folder import harness_from_files, mcp_server_data
 from core.harness.models import Tool, binding_needs_trust
+from core.paths import database_path
 from core.store import harness_versions as hv
 from core.store import objects
 from core.store.db import (
@@ -28,6 +29,7 @@ from core.store.db import (
 )
 from core.store.errors import StoreError
 from core.store.harness_versions import ComponentDiff, VersionInfo
+from core.store.renames import with_renames
 
 
 def _source_hash(source: str) -> bytes:
@@ -124,8 +126,6 @@ class Store:
         waits for another process's write lock before failing with "database is locked".
         """
         if path is None:
-            from core.paths import database_path
-
             path = database_path()
         path = Path(path).expanduser()
         if path.is_dir():
@@ -342,7 +342,6 @@ class Store:
         compares with nothing (every component of `b` added: a first version). With
         `renames`, a component gone and one new that are the same one renamed are one
         `renamed` change (core/store/renames.py), as git shows them."""
-        from core.store.renames import with_renames
 
         with self._read() as conn:
             row_a = hv.resolve(conn, a) if a is not None else None

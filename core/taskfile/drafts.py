@@ -165,7 +165,7 @@ def _scalars(value: Any) -> list[str]:
 def suggested_facts(reply: str, tool_results: list[Any]) -> list[str]:
     """Values a tool returned that the reply states (as the graders read a reply), longest
     first, each once: a starting point for the operator's facts, not a grade."""
-    from core.taskfile.grading import states
+    from core.taskfile.grading import states  # heavy: jsonschema, regex
 
     seen: set[str] = set()
     facts: list[str] = []

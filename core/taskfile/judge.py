@@ -20,6 +20,7 @@ from string import Template
 
 import httpx
 
+import resources
 from core.sim.graders import GraderResult
 from core.sim.judge import LLMJudge
 from core.taskfile.models import OwnTask
@@ -46,8 +47,6 @@ class JudgePrompt:
 
 
 def prompt_path() -> Path:
-    import resources
-
     return Path(resources.__file__).parent / "judge" / PROMPT_FILE
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.sim.models import Split, Task
 from core.taskfile.models import OwnTask, TaskFileError, TaskSplit, is_task_file, load_task_file
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ class TaskSourceError(ValueError):
 
 
 def suites() -> tuple[str, ...]:
-    from core.sim.tasks import SUITES
+    from core.sim.tasks import SUITES  # heavy: jsonschema, regex
 
     return tuple(SUITES)
 
@@ -42,7 +43,7 @@ def suite_tasks(name: str, seed: int = 0) -> list[Task]:
     """A suite's tasks: the bundled copy at seed 0 (what every report has scored), generated
     with `seed` otherwise. The one rule: a suite at seed 3 is the same tasks whichever
     command asks for it."""
-    from core.sim.tasks import build_suite, load_suite
+    from core.sim.tasks import build_suite, load_suite  # heavy: jsonschema, regex
 
     if seed == 0:
         try:
@@ -85,8 +86,7 @@ def load_source(
 ) -> list[Task | OwnTask]:
     """The tasks `source` names (module doc); TaskSourceError on a bad source or file.
     `task_files=False`: a stage that plays live-room tasks only refuses a task file."""
-    from core.sim.models import Split
-    from core.sim.tasks import generate_tasks, read_tasks
+    from core.sim.tasks import generate_tasks, read_tasks  # heavy: jsonschema, regex
 
     problem = source_problem(source, task_files=task_files)
     if problem is not None:
@@ -107,7 +107,6 @@ def load_source(
 
 def load_live_source(source: str, *, seed: int = 0, per_category: int | None = None) -> list[Task]:
     """`load_source` for stages that play live-room tasks only."""
-    from core.sim.models import Task
 
     return [
         t

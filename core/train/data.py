@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -174,7 +175,6 @@ def balance_rows(
 
     Deterministic in `seed`; the order is interleaved round-robin over categories (seeded
     within each), so even an unshuffled pass sees every category early."""
-    import random
 
     weighted: list[dict[str, Any]] = []
     for row in rows:

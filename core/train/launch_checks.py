@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.machine import cpu_native_bf16, gpu_names, usable_cores
+from core.taskfile.sources import source_problem
 from core.train.config import (
     ConfigError,
     LaunchSettings,
@@ -41,7 +43,6 @@ class Environment:
 
 def detect_environment() -> Environment:
     """GPUs and CPU facts as core/machine.py finds them (HAT_GPU_COUNT overrides the GPUs)."""
-    from core.machine import cpu_native_bf16, gpu_names, usable_cores
 
     names = gpu_names()
     return Environment(
@@ -253,13 +254,12 @@ def _check_processes(config: StageConfig, env: Environment) -> list[tuple[str, s
 
 
 def _check_rl_sources(config: RlConfig) -> list[tuple[str, str]]:
-    from core.datagen.variants import SAMPLERS
+    from core.datagen.variants import SAMPLERS  # heavy: openai, sqlalchemy, alembic
 
     problems: list[tuple[str, str]] = []
     if config.sampler not in SAMPLERS:
         known = ", ".join(sorted(SAMPLERS))
         problems.append(("sampler", f"unknown variant sampler {config.sampler!r} (known: {known})"))
-    from core.taskfile.sources import source_problem
 
     problem = source_problem(config.tasks)
     if problem is not None:

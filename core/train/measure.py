@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.pythons import project_root, training_python
+from core.train.config import ConfigError, SftConfig
 
 if TYPE_CHECKING:
     from core.store import Store
@@ -127,8 +128,7 @@ def measure_rows(
 def check_sft_rows(store: Store, config: StageConfig) -> list[str]:
     """The launch's length check for an SFT stage (module doc): ConfigError when max_length
     keeps no reply token of any row, else the warnings (rows cut). Other stages: no check."""
-    from core.train.config import ConfigError, SftConfig
-    from core.train.runs import resolve_model
+    from core.train.runs import resolve_model  # heavy: sqlalchemy, alembic
 
     if not isinstance(config, SftConfig) or not config.model or not config.data:
         return []

@@ -24,6 +24,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from core.paths import runs_dir
 from core.store import Store
 from core.store.training import RunRecord, add_run, get_run, list_runs, update_run
@@ -189,8 +191,6 @@ def resume_pipeline(store: Store, pipeline_id: str, env: Environment, **kwargs: 
 
 
 def _yaml(text: str) -> Any:
-    import yaml
-
     return yaml.safe_load(text)
 
 

@@ -29,6 +29,8 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
+from core.train.data import bank_path
+
 TOPICS = [
     "the water cycle", "how bees make honey", "learning a second language as an adult",
     "why the sky looks blue", "composting at home", "the first day at a new job",
@@ -161,7 +163,6 @@ def write_bank(path: Path, count: int = 600, seed: int = 0) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from core.train.data import bank_path
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=600)

@@ -45,6 +45,7 @@ from typing import Any, TypeVar
 
 from core.datagen.rows import failed_turns
 from core.datagen.variants import HarnessVariant, get_sampler, variant_seed
+from core.episode.open_world import open_world
 from core.episode.play import play
 from core.episode.world import GoldUnavailable, World
 from core.harness.models import Harness
@@ -167,7 +168,6 @@ class RlEnvironment:
         self.world: World[Any] = self._run(self._open(task_file))
 
     async def _open(self, task_file: bool) -> World[Any]:
-        from core.episode.open_world import open_world
 
         return await self._stack.enter_async_context(
             open_world(

@@ -37,6 +37,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -51,9 +52,12 @@ from typing import Any
 import yaml
 
 from core.exits import exit_signal, exit_words, tail_text
+from core.harness import folder_files
+from core.models import RegistryError, get, register_adapter, register_merged
 from core.paths import runs_dir
 from core.pythons import project_root, training_python
 from core.store import Store, StoreError
+from core.store.harness_ref import resolve_harness
 from core.store.training import (
     RunRecord,
     add_run,
@@ -134,7 +138,6 @@ def resolve_model(store: Store, ref: str, *, field: str) -> tuple[str, str | Non
     path = Path(ref).expanduser()
     if path.is_dir():
         return str(path.resolve()), None
-    from core.models import RegistryError, get
 
     try:
         record = get(store, ref)
@@ -170,8 +173,6 @@ def _rl_provenance(store: Store, config: RlConfig) -> tuple[str | None, str | No
     """The harness the stage trains on, resolved as its child resolves it (training/rl.py
     `load_harness`: core/store/harness_ref.py's one rule), so the record names that harness: a
     stored version's id, else the content hash of the folder or bundled demo it read."""
-    from core.harness import folder_files
-    from core.store.harness_ref import resolve_harness
 
     try:
         harness, version = resolve_harness(store, config.harness)
@@ -260,7 +261,6 @@ def prepare(
 
 
 def show_command(command: list[str]) -> str:
-    import shlex
 
     return shlex.join(command)
 
@@ -566,7 +566,6 @@ def register_outputs(store: Store, run: RunRecord) -> RunRecord:
     if not base:
         outputs["note"] = "the base model is a folder, not a registered model: nothing registered"
         return update_run(store, run.id, outputs=outputs)
-    from core.models import RegistryError, register_adapter, register_merged
 
     meta = {"run": run.id, "stage": run.stage}
     try:

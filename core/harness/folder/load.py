@@ -261,7 +261,7 @@ def harness_from_files(
         )
     except ValidationError as exc:
         raise HarnessError(problems_from_validation(exc, HARNESS_FILE)) from None
-    from core.harness.checks import cross_check
+    from core.harness.checks import cross_check  # heavy: regex
 
     problems = cross_check(harness)
     if problems:

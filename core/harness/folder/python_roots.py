@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from core.harness.folder.safe_write import write_new
+from core.paths import home
 
 PYTHON_ROOTS: list[str] = []
 """Folders a `python:` binding's module is also looked for in: each harness folder read in
@@ -31,7 +32,6 @@ beside the folder it came from. A path hint, not harness content: it never chang
 
 
 def remember_python_roots(harness_name: str, folder: Path) -> None:
-    from core.paths import home
 
     path = home() / PYTHON_ROOTS_FILE
     known = _remembered(path)
@@ -43,7 +43,6 @@ def remember_python_roots(harness_name: str, folder: Path) -> None:
 
 def remembered_python_roots(harness_name: str) -> list[str]:
     """The folders `remember_python_roots` recorded for a harness name ([] when none)."""
-    from core.paths import home
 
     return list(_remembered(home() / PYTHON_ROOTS_FILE).get(harness_name, []))
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 from functools import lru_cache
 
-from core.harness.models import Harness
+from core.harness.models import SKILL_NAME_RE, Harness
 from core.hsa.mapping import SurfaceMapping
 from core.hsa.names import tagged_name
 from core.hsa.references import used_names
@@ -44,7 +44,6 @@ def _subset(rng: random.Random, items: list[str]) -> list[str]:
 @lru_cache(maxsize=8192)
 def _valid_skill_name(name: str) -> bool:
     """Cached: every call checks a whole bank list of candidates."""
-    from core.harness.models import SKILL_NAME_RE
 
     return bool(SKILL_NAME_RE.match(name)) and "--" not in name and len(name) <= MAX_NAME
 
