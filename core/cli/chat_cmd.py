@@ -48,18 +48,37 @@ def load_harness(spec: str | None, *, trust: bool = False) -> Harness:
     """A harness folder (its Python code and MCP servers run only with `trust`), a stored
     version (`name@label`, id), or nothing: the one default rule of core/store/harness_ref.py
     (live-host@production, else @head, else the bundled demo), as evaluation and RL use it."""
+    return load_harness_version(spec, trust=trust)[0]
+
+
+def load_harness_version(spec: str | None, *, trust: bool = False) -> tuple[Harness, str | None]:
+    """`load_harness` with the stored version id (None for a folder or the bundled demo)."""
     from core.harness import HarnessError
     from core.store import StoreError
     from core.store.harness_ref import resolve_harness
 
     try:
         with open_store() as store:
-            harness, _version = resolve_harness(store, spec, trust=trust)
+            return resolve_harness(store, spec, trust=trust)
     except HarnessError as exc:
         fail(f"the harness folder {spec} does not validate:\n{exc}")
     except StoreError as exc:
         fail(f"harness {spec!r}: {exc}")
-    return harness
+
+
+def trained_harness_warning(model: str | None, version: str | None) -> str | None:
+    """The model card's warning when `model` was trained on another harness version than the
+    one it is about to serve (core/eval/card.py); None when it was not, or nothing is known."""
+    from core.eval.card import harness_warning, model_card
+    from core.models import RegistryError
+
+    if model is None:
+        return None
+    try:
+        with open_store() as store:
+            return harness_warning(model_card(store, model), version)
+    except RegistryError:
+        return None
 
 
 def _print_step(step: Step) -> None:
@@ -165,7 +184,10 @@ def chat(
     from core.serving.chat import ChatSession
     from core.serving.client import GenerationOptions, OpenAIChatClient
 
-    the_harness = load_harness(harness, trust=trust)
+    the_harness, version = load_harness_version(harness, trust=trust)
+    warning = trained_harness_warning(adapter or model, version)
+    if warning is not None:
+        err_console.print(f"warning: {warning}", style="yellow", markup=False, soft_wrap=True)
     problems = binding_problems(the_harness)
     if problems:
         listed = "\n".join(f"  {p.message}" for p in problems)

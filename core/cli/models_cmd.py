@@ -250,3 +250,58 @@ def remove_cmd(
     console.print(
         f"removed {esc(record.name)}" + (f" and deleted {esc(record.location)}" if deleted else "")
     )
+
+
+@app.command("card")
+def card_cmd(
+    name: Annotated[str, typer.Argument(help="A registered model (a trained one has a lineage).")],
+    write: Annotated[
+        bool, typer.Option("--write", help="Write it as README.md beside the model's weights.")
+    ] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Write it to this file.")] = None,
+) -> None:
+    """The model card: the harness version(s) the model was trained on, its data and stage
+    settings, its latest scores (LS-QA, HV-QA with the variant gap, IFEval, your tasks) and
+    package versions, as a README.md in the Hugging Face model-card convention."""
+    from core.eval.card import card_markdown, model_card
+    from core.harness.folder.safe_write import write_new
+    from core.models import RegistryError, get, model_dir
+
+    with open_store() as store:
+        try:
+            card = model_card(store, name)
+            record_dir = model_dir(get(store, name))
+        except RegistryError as exc:
+            fail(str(exc))
+        seen = [*card.harness_versions, *(s.harness_version for s in card.scores)]
+        labels = version_names(store, [v for v in seen if v])
+    text = card_markdown(card, labels=labels)
+    targets = [out] if out else []
+    if write:
+        if record_dir is None or not record_dir.is_dir():
+            fail(f"{name} has no folder of its own to write README.md into (use --out)")
+        targets.append(record_dir / "README.md")
+    if not targets:
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+    for target in targets:
+        try:
+            write_new(target, text.encode("utf-8"))
+        except OSError as exc:
+            fail(f"cannot write {target}: {exc.strerror}")
+        console.print(f"wrote {esc(str(target))}")
+
+
+def version_names(store: Any, ids: list[str]) -> dict[str, str]:
+    """{version id: "name@id10 (label, ...)"}: how a card names a harness version."""
+    from core.store import StoreError
+
+    out: dict[str, str] = {}
+    for vid in ids:
+        try:
+            info = store.info(vid)
+        except StoreError:
+            out[vid] = vid[:10]
+            continue
+        tags = f" ({', '.join(info.labels)})" if info.labels else ""
+        out[vid] = f"{info.harness_name}@{vid[:10]}{tags}"
+    return out

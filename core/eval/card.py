@@ -1,0 +1,236 @@
+"""The model card: what a trained model was trained on, and how it scored.
+
+An operator who serves a fine-tuned agent model needs to know, months later, which harness it
+learned (the version it was fine-tuned on is what an edit is measured against), on which data,
+with which settings, and what it scored. All of it is in the store already: the registered
+model names its training run (`meta.run`), the run its stage configs, harness version, dataset
+hash and package versions, a pipeline its stages, and the evaluation runs of the model their
+scores. `model_card` gathers them; `card_markdown` writes them as a README.md in the Hugging
+Face model-card convention (YAML front matter: base_model, library_name, tags), which
+`hat models card NAME --write` puts beside the weights.
+
+`harness_warning` is the check Chat and serving make: a model served under a harness version
+other than the one it was trained on says so, and names the impact gate that measures what
+the difference does (`hat eval impact --from TRAINED --to SERVED`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from core.eval.report import build_report
+from core.eval.results import Suite
+from core.eval.store import list_runs as list_eval_runs
+from core.eval.store import load_results
+from core.eval.types import RunStatus
+from core.models.grouping import merge_source
+from core.models.registry import get
+from core.store import Store
+from core.store.serving import list_models
+from core.store.training import RunRecord, find_run, list_runs
+
+CARD_SUITES = (Suite.LS_QA, Suite.HV_QA, Suite.IFEVAL, Suite.TASKS, Suite.HV_TASKS)
+
+
+@dataclass(frozen=True)
+class StageLine:
+    """One training stage of the model's lineage."""
+
+    run: str
+    stage: str
+    status: str
+    steps: str
+    harness_version: str | None
+    dataset_hash: str | None
+    data: list[str]
+    settings: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ScoreLine:
+    suite: str
+    passed: float | None
+    """Share of items with full marks (the suite report's pass rate)."""
+    items: int
+    run: str
+    harness_version: str | None
+
+
+@dataclass
+class ModelCard:
+    name: str
+    kind: str
+    base: str | None
+    location: str
+    stages: list[StageLine] = field(default_factory=list)
+    scores: list[ScoreLine] = field(default_factory=list)
+    packages: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def harness_versions(self) -> list[str]:
+        """The stored harness versions the model was trained on, first stage first."""
+        seen = [s.harness_version for s in self.stages if s.harness_version]
+        return list(dict.fromkeys(seen))
+
+    @property
+    def variant_gap(self) -> float | None:
+        """LS-QA minus HV-QA pass rate: what the harness variants cost the model."""
+        by = {s.suite: s.passed for s in self.scores}
+        ls, hv = by.get(Suite.LS_QA.value), by.get(Suite.HV_QA.value)
+        return None if ls is None or hv is None else ls - hv
+
+
+_SETTINGS = (
+    "max_steps", "learning_rate", "lr_scheduler", "per_device_batch_size",
+    "gradient_accumulation_steps", "max_length", "system_prompt", "num_generations",
+    "max_completion_length", "teacher", "prompts", "tasks", "harness", "sampler", "seed",
+)  # fmt: skip
+"""The stage settings a card shows (the whole frozen config stays with the run)."""
+
+
+def _stage_line(run: RunRecord) -> StageLine:
+    try:
+        config = yaml.safe_load(run.config) or {}
+    except yaml.YAMLError:
+        config = {}
+    config = config if isinstance(config, dict) else {}
+    data = config.get("data") or []
+    lora = config.get("lora") if isinstance(config.get("lora"), dict) else None
+    settings = {k: config[k] for k in _SETTINGS if config.get(k) is not None}
+    if lora:
+        settings["lora"] = {k: lora[k] for k in ("r", "alpha", "dropout") if k in lora}
+    total = run.total_steps or run.step
+    return StageLine(
+        run=run.id,
+        stage=run.stage,
+        status=run.status,
+        steps=f"{run.step}/{total}" if total else str(run.step),
+        harness_version=run.harness_version,
+        dataset_hash=run.dataset_hash,
+        data=[str(d) for d in data] if isinstance(data, list) else [str(data)],
+        settings=settings,
+    )
+
+
+def _lineage(store: Store, run_id: str | None) -> list[RunRecord]:
+    """The training run and, for a pipeline's stage, every stage of its pipeline up to it."""
+    run = find_run(store, run_id) if run_id else None
+    if run is None:
+        return []
+    if run.parent is None:
+        return [run]
+    stages = [r for r in list_runs(store, parent=run.parent) if r.stage != "pipeline"]
+    upto = [r.id for r in stages].index(run.id) + 1 if run.id in [r.id for r in stages] else 0
+    return stages[:upto] or [run]
+
+
+def _scores(store: Store, names: list[str]) -> list[ScoreLine]:
+    """The newest finished run of each suite, of the model under any of its names."""
+    newest: dict[str, tuple[Any, Any]] = {}
+    for name in names:
+        for run in list_eval_runs(store, model=name):
+            if run.status is not RunStatus.DONE:
+                continue
+            for suite in run.request.suites:
+                if suite in CARD_SUITES:
+                    newest[suite.value] = (run, suite)
+    lines: list[ScoreLine] = []
+    for key in sorted(newest, key=lambda k: [s.value for s in CARD_SUITES].index(k)):
+        run, suite = newest[key]
+        rows = load_results(store, run.id, suite=suite)
+        if not rows:
+            continue
+        report = build_report(rows, resamples=200).suite(suite)
+        passed = report.pass_rate.mean if report and report.pass_rate else None
+        lines.append(ScoreLine(key, passed, len(rows), run.id, run.harness_version))
+    return lines
+
+
+def model_card(store: Store, name: str) -> ModelCard:
+    """The card of a registered model (RegistryError for a name nothing registered)."""
+    record = get(store, name)
+    adapters = {m.name: m for m in list_models(store) if m.kind == "adapter"}
+    source = merge_source(record, adapters)  # a merged copy: trained (and scored) as its adapter
+    run_id = record.meta.get("run") or (get(store, source).meta.get("run") if source else None)
+    runs = _lineage(store, run_id)
+    names = [name] + ([source] if source else [])
+    packages: dict[str, str] = {}
+    for run in runs:
+        packages.update(run.packages)
+    return ModelCard(
+        name=record.name,
+        kind=record.kind,
+        base=record.base,
+        location=record.location,
+        stages=[_stage_line(r) for r in runs],
+        scores=_scores(store, names),
+        packages=packages,
+    )
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f} %"
+
+
+def card_markdown(card: ModelCard, *, labels: dict[str, str] | None = None) -> str:
+    """The card as a README.md (Hugging Face model-card front matter, then the tables)."""
+    labels = labels or {}
+    adapter = card.kind == "adapter"
+    front = {
+        "base_model": card.base,
+        "library_name": "peft" if adapter else "transformers",
+        "tags": ["hat-studio", "harness-aware-training", *(["lora"] if adapter else [])],
+    }
+    lines = ["---", yaml.safe_dump(front, sort_keys=False).rstrip(), "---", "", f"# {card.name}"]
+    lines += ["", f"A {card.kind} model" + (f" on `{card.base}`" if card.base else "") + ","]
+    lines[-1] += " trained and evaluated with HAT Studio (harness-aware training)."
+    lines += ["", "## Harness it was trained on", ""]
+    if card.harness_versions:
+        lines += [f"- `{labels.get(v, v)}`" for v in card.harness_versions]
+        lines += ["", "Served under another harness version, measure the edit first: "
+                  "`hat eval impact --from <trained> --to <served>`."]  # fmt: skip
+    else:
+        lines.append("- not recorded (no training run of this model is in the store)")
+    if card.stages:
+        lines += ["", "## Training", "", "| stage | run | status | steps | data | settings |",
+                  "|---|---|---|---|---|---|"]  # fmt: skip
+        for s in card.stages:
+            data = ", ".join(f"`{d}`" for d in s.data) or "–"
+            if s.dataset_hash:
+                data += f" (sha256 {s.dataset_hash[:12]})"
+            settings = ", ".join(f"{k}={v}" for k, v in s.settings.items()) or "–"
+            lines.append(
+                f"| {s.stage} | `{s.run}` | {s.status} | {s.steps} | {data} | {settings} |"
+            )
+    lines += ["", "## Evaluation", ""]
+    if card.scores:
+        lines += ["| suite | full marks | items | run | harness |", "|---|---|---|---|---|"]
+        for sc in card.scores:
+            version = labels.get(sc.harness_version or "", sc.harness_version or "–")
+            lines.append(
+                f"| {sc.suite} | {_pct(sc.passed)} | {sc.items} | `{sc.run}` | `{version}` |"
+            )
+        if card.variant_gap is not None:
+            lines += ["", f"Variant gap (LS-QA minus HV-QA): {100 * card.variant_gap:+.1f} points."]
+    else:
+        lines.append("No finished evaluation of this model yet (`hat eval run --model NAME`).")
+    if card.packages:
+        lines += ["", "## Packages", ""]
+        lines += [f"- {k} {v}" for k, v in sorted(card.packages.items())]
+    return "\n".join(lines) + "\n"
+
+
+def harness_warning(card: ModelCard, served_version: str | None) -> str | None:
+    """A line saying the model is served under a harness it was not trained on (None when it
+    is one of its training harnesses, or nothing is known)."""
+    trained = card.harness_versions
+    if not trained or served_version is None or served_version in trained:
+        return None
+    return (
+        f"{card.name} was trained on harness version {trained[-1][:10]}, not on "
+        f"{served_version[:10]}: measure the difference with "
+        f"hat eval impact --from {trained[-1][:10]} --to {served_version[:10]}"
+    )

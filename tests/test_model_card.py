@@ -1,0 +1,120 @@
+"""The model card (core/eval/card.py, `hat models card`): a trained model's harness version,
+data, stage settings and scores, gathered from the real store. The store holds a pipeline's
+three stage runs as training writes them; the evaluation is a real `run_eval` whose model is
+played by the oracle (a stand-in: serving a trained model costs minutes on this CPU, and the
+card reads the stored rows, not the model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from core.cli.main import app
+from core.eval.api import EvalRequest, run_eval
+from core.eval.card import card_markdown, harness_warning, model_card
+from core.eval.oracle_model import oracle_factory
+from core.eval.results import Suite
+from core.store import Store
+from core.store.serving import ModelRecord, add_model
+from core.store.training import RunRecord, add_run
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+def _stage(run_id: str, stage: str, version: str, tmp: Path, parent: str) -> RunRecord:
+    config = {
+        "model": "smol",
+        "data": [f"datasets/hat-{stage}.jsonl"],
+        "max_steps": 270 if stage == "sft" else 5,
+        "learning_rate": 1e-3,
+        "lora": {"r": 16, "alpha": 32, "dropout": 0.0},
+    }
+    return RunRecord(
+        id=run_id, stage=stage, status="done", config=yaml.safe_dump(config), run_dir=str(tmp),
+        parent=parent, harness_version=version, dataset_hash="d" * 64, step=config["max_steps"],
+        total_steps=config["max_steps"], packages={"trl": "1.16.0", "peft": "0.18.0"},
+    )  # fmt: skip
+
+
+@pytest.fixture
+def trained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.setenv("HAT_HOME", str(tmp_path / "home"))
+    versions = []
+    for folder, message in (
+        (ROOT / "resources/demo/live-host", "demo"),
+        (ROOT / "resources/experiment/live-host-edited", "an edit"),
+    ):
+        result = runner.invoke(app, ["harness", "import", str(folder), "-m", message])
+        assert result.exit_code == 0, result.output
+        with Store.open() as store:
+            versions.append(store.resolve("live-host@head"))
+    trained_on, edited = versions
+    merged = tmp_path / "merged"
+    merged.mkdir()
+    with Store.open() as store:
+        add_run(store, RunRecord(id="pipeline-1", stage="pipeline", status="done",
+                                 config="model: smol\n", run_dir=str(tmp_path)))  # fmt: skip
+        for run_id, stage in (("sft-1", "sft"), ("opd-1", "opd"), ("rl-1", "rl")):
+            add_run(store, _stage(run_id, stage, trained_on, tmp_path, "pipeline-1"))
+        add_model(store, ModelRecord(name="smol", kind="base", source="folder",
+                                     location=str(tmp_path)))  # fmt: skip
+        add_model(store, ModelRecord(name="hat", kind="adapter", source="training",
+                                     location=str(tmp_path), base="smol",
+                                     meta={"run": "rl-1", "stage": "rl"}))  # fmt: skip
+        add_model(store, ModelRecord(name="hat-merged", kind="merged", source="training",
+                                     location=str(merged), base="smol"))  # fmt: skip
+        request = EvalRequest(model="hat", suites=[Suite.LS_QA, Suite.HV_QA], limit=2, variants=1)
+        run_eval(store, request, client_factory=oracle_factory(store))
+    return {"trained": trained_on, "edited": edited, "merged": str(merged)}
+
+
+def test_the_card_of_a_merged_copy_is_its_adapters_lineage_and_scores(
+    trained: dict[str, str],
+) -> None:
+    with Store.open() as store:
+        card = model_card(store, "hat-merged")
+    assert [s.stage for s in card.stages] == ["sft", "opd", "rl"]
+    assert card.harness_versions == [trained["trained"]]
+    assert card.stages[0].settings["max_steps"] == 270
+    assert card.stages[0].settings["lora"] == {"r": 16, "alpha": 32, "dropout": 0.0}
+    assert {s.suite for s in card.scores} == {"ls-qa", "hv-qa"}
+    assert all(s.passed == 1.0 and s.items == 2 for s in card.scores)  # the oracle's marks
+    assert card.variant_gap == 0.0 and card.packages["trl"] == "1.16.0"
+    text = card_markdown(card)
+    front = yaml.safe_load(text.split("---")[1])
+    assert front["base_model"] == "smol" and front["library_name"] == "transformers"
+    assert "| sft | `sft-1` | done | 270/270 |" in text and "sha256 dddddddddddd" in text
+    assert "| ls-qa | 100.0 % | 2 |" in text and "Variant gap" in text
+
+
+def test_serving_under_another_harness_says_so_and_names_the_gate(
+    trained: dict[str, str],
+) -> None:
+    from core.cli.chat_cmd import trained_harness_warning
+
+    with Store.open() as store:
+        card = model_card(store, "hat")
+    assert harness_warning(card, trained["trained"]) is None
+    line = harness_warning(card, trained["edited"]) or ""
+    assert f"hat eval impact --from {trained['trained'][:10]} --to {trained['edited'][:10]}" in line
+    assert trained_harness_warning("hat", trained["edited"]) == line
+    assert trained_harness_warning("smol", trained["edited"]) is None  # nothing trained
+    assert trained_harness_warning("not-registered", trained["edited"]) is None
+
+
+def test_hat_models_card_writes_readme_beside_the_weights(trained: dict[str, str]) -> None:
+    result = runner.invoke(app, ["models", "card", "hat-merged", "--write"])
+    assert result.exit_code == 0, result.output
+    readme = Path(trained["merged"]) / "README.md"
+    text = readme.read_text()
+    assert text.startswith("---\nbase_model: smol")
+    assert f"live-host@{trained['trained'][:10]}" in text  # the trained version, by its name
+    assert f"`live-host@{trained['edited'][:10]}`" in text  # the version the scores ran on
+    printed = runner.invoke(app, ["models", "card", "smol"])
+    assert printed.exit_code == 0 and "not recorded" in printed.output
+    missing = runner.invoke(app, ["models", "card", "nope"])
+    assert missing.exit_code == 1 and "nope" in missing.output
