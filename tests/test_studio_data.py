@@ -457,3 +457,40 @@ def test_row_filter_keeps_exactly_the_matching_rows_in_order(
     rows: list[RowSummary], f: RowFilter
 ) -> None:
     assert filter_rows(rows, f) == [r for r in rows if _matches(r, f)]
+
+
+def test_drafts_from_a_chat_log_are_reviewed_into_a_task_file(studio, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The Drafts tab in a real window: a logged conversation log (the desk's real tools
+    answered it, tests/test_drafts.py) imports as drafts with the e-mail masked; one is
+    accepted into the test split with its facts fixed, one dropped; a broken log line is
+    named in the banner."""
+    from core.taskfile.drafts import load_drafts
+    from core.taskfile.models import load_task_file
+    from tests.test_drafts import _log
+
+    log, _tasks = _log(tmp_path, 3)
+    log.write_text(log.read_text() + "{broken\n")
+    page = data_page(studio)
+    page.show_tab("drafts")
+    view = page.drafts
+    mine = tmp_path / "mine.jsonl"
+    view.import_log(log)  # no task file chosen yet: said, nothing written
+    assert view.banner.isVisibleTo(view) and not mine.exists()
+    view.set_task_file(mine)
+    view.import_log(log)
+    idle()
+    assert len(view.table.records()) == 3 and view.count.text() == "3 to review"
+    assert "Skipped" in view.banner.text.text() and ":4: not JSON" in view.banner.text.text()
+    assert "[email]" in view.detail.toPlainText() and "example.com" not in view.detail.toPlainText()
+    first = view.table.current()
+    view.facts.setText("delivered; PT-1")
+    view.split_choice.setCurrentIndex(view.split_choice.findData("test"))
+    view.accept_button.click()
+    idle()
+    accepted = load_task_file(mine)
+    assert [t.id for t in accepted] == [first["id"]] and accepted[0].split.value == "test"
+    assert accepted[0].facts == ["delivered", "PT-1"]
+    view.drop_button.click()
+    idle()
+    assert len(load_drafts(mine)) == 1 and view.count.text() == "1 to review"
+    assert len(view.table.records()) == 1

@@ -1,6 +1,7 @@
 """The Data page: the simulator's tasks (by split, suite and category, with the oracle's gold
 play), the trajectories generated from them (grades, reasons, provenance, the harness variant
-they were made under), and teacher generation as a background job with progress and cancel.
+they were made under), teacher generation as a background job with progress and cancel, and
+drafts of tasks from logged conversations to review into a task file.
 
 Everything heavy (task generation, reading datasets, the oracle, the generator) runs in studio
 jobs; the widgets only show what `studio.logic.data_*` returns.
@@ -13,6 +14,7 @@ from typing import Any
 from PySide6.QtWidgets import QWidget
 
 from studio.context import StudioContext
+from studio.pages.data.drafts_view import DraftsView
 from studio.pages.data.generate_view import GenerateView
 from studio.pages.data.rows_view import TrajectoriesView
 from studio.pages.data.tasks_view import TasksView
@@ -26,8 +28,8 @@ class DataPage(TabbedPage):
             ctx,
             "data",
             "Data",
-            "Simulator tasks, generated trajectories with grades and provenance, and teacher "
-            "generation",
+            "Simulator tasks, generated trajectories with grades and provenance, teacher "
+            "generation, and task drafts from logged conversations",
             parent,
         )
         self.open_button = button(
@@ -42,9 +44,11 @@ class DataPage(TabbedPage):
         self.tasks = TasksView(ctx)
         self.trajectories = TrajectoriesView(ctx)
         self.generate = GenerateView(ctx)
+        self.drafts = DraftsView(ctx)
         self.add_tab("tasks", self.tasks, "beaker", "Tasks")
         self.add_tab("trajectories", self.trajectories, "data", "Trajectories")
         self.add_tab("generate", self.generate, "sparkles", "Generate")
+        self.add_tab("drafts", self.drafts, "chat", "Drafts")
 
         self.open_button.clicked.connect(self._open_dataset)
         self.generate_button.clicked.connect(lambda: self.show_tab("generate"))
