@@ -66,5 +66,6 @@ def transform(name: str, dimension: Dimension) -> Callable[[TransformFn], Transf
 
 def transforms(dimension: Dimension | None = None) -> list[Transform]:
     """Registered transforms (all modules loaded), in a stable order."""
+    import core.hsa.transforms  # noqa: F401  # cycle: the transform modules import this one
 
     return [t for _, t in sorted(REGISTRY.items()) if dimension is None or t.dimension is dimension]
