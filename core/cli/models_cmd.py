@@ -12,7 +12,7 @@ hat models remove smol                       (imported folders are deleted too)
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -20,6 +20,9 @@ from rich.table import Table
 
 from core.cli.common import cell, console, esc, fail, open_store
 from core.store.serving import ModelRecord
+
+if TYPE_CHECKING:
+    from core.store import Store
 
 app = typer.Typer(help="Model registry: base models, imported GGUF files, adapters.")
 
@@ -291,7 +294,7 @@ def card_cmd(
         console.print(f"wrote {esc(str(target))}")
 
 
-def version_names(store: Any, ids: list[str]) -> dict[str, str]:
+def version_names(store: Store, ids: list[str]) -> dict[str, str]:
     """{version id: "name@id10 (label, ...)"}: how a card names a harness version."""
     from core.store import StoreError
 

@@ -10,7 +10,6 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QComboBox,
-    QFrame,
     QHBoxLayout,
     QLineEdit,
     QPlainTextEdit,
@@ -31,7 +30,7 @@ from core.taskfile.drafts import (
 from core.taskfile.models import TaskFileError
 from studio.context import StudioContext
 from studio.dialogs import choose_file, choose_save_file
-from studio.pages.data.widgets import Pane
+from studio.pages.data.widgets import Pane, bar_row, list_frame
 from studio.widgets.common import Banner, button, label
 from studio.widgets.tables import Column, RecordTable
 
@@ -64,11 +63,7 @@ class DraftsView(QWidget):
         lay.setContentsMargins(24, 12, 24, 16)
         lay.setSpacing(10)
 
-        bar = QFrame()
-        bar.setObjectName("Card")
-        row = QHBoxLayout(bar)
-        row.setContentsMargins(14, 10, 14, 10)
-        row.setSpacing(10)
+        bar, row = bar_row()
         row.addWidget(label("Task file", "FieldLabel"))
         self.task_file = QLineEdit()
         self.task_file.setPlaceholderText("The task file accepted drafts join (JSONL)")
@@ -87,10 +82,6 @@ class DraftsView(QWidget):
         lay.addWidget(self.banner)
 
         split = QSplitter(Qt.Orientation.Vertical)
-        table_pane = QFrame()
-        table_pane.setObjectName("ListFrame")
-        tl = QVBoxLayout(table_pane)
-        tl.setContentsMargins(1, 1, 1, 1)
         self.table = RecordTable(
             [
                 Column("id", "Draft", 170, kind="mono"),
@@ -106,8 +97,7 @@ class DraftsView(QWidget):
             ],
             key=lambda r: r["id"],
         )
-        tl.addWidget(self.table)
-        split.addWidget(table_pane)
+        split.addWidget(list_frame(self.table))
 
         review = Pane("Review")
         review.aside.setText("fix the facts a correct reply states, then accept or drop")

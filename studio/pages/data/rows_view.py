@@ -26,7 +26,14 @@ from studio.context import StoreChange, StudioContext
 from studio.logic.data_rows import GRADERS
 from studio.logic.data_tasks import category_label
 from studio.pages.data.conversation import ConversationView
-from studio.pages.data.widgets import FactsGrid, GradesPanel, Pane, elastic_combo, fill_combo
+from studio.pages.data.widgets import (
+    FactsGrid,
+    GradesPanel,
+    Pane,
+    elastic_combo,
+    fill_combo,
+    list_frame,
+)
 from studio.widgets.common import Banner, Segmented, chip, clear_layout, label, tool_button
 from studio.widgets.tables import Column, RecordTable
 
@@ -127,10 +134,6 @@ class TrajectoriesView(QWidget):
         lay.addLayout(self.summary)
 
         split = QSplitter(Qt.Orientation.Vertical)
-        table_pane = QFrame()
-        table_pane.setObjectName("ListFrame")
-        tl = QVBoxLayout(table_pane)
-        tl.setContentsMargins(1, 1, 1, 1)
         self.table = RecordTable(
             [
                 Column("key", "Row", 200, kind="mono"),
@@ -159,8 +162,7 @@ class TrajectoriesView(QWidget):
             ],
             key=lambda r: (str(r.path), r.key, r.kept),
         )
-        tl.addWidget(self.table)
-        split.addWidget(table_pane)
+        split.addWidget(list_frame(self.table))
 
         detail = QSplitter(Qt.Orientation.Horizontal)
         self.conv_pane = Pane("Trajectory")

@@ -9,8 +9,6 @@ from typing import Any
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox,
-    QFrame,
-    QHBoxLayout,
     QLineEdit,
     QSplitter,
     QToolButton,
@@ -21,7 +19,7 @@ from PySide6.QtWidgets import (
 from studio.context import StudioContext
 from studio.logic.data_tasks import SOURCES, category_label
 from studio.pages.data.conversation import ConversationView
-from studio.pages.data.widgets import FactsGrid, GradesPanel, Pane, fill_combo
+from studio.pages.data.widgets import FactsGrid, GradesPanel, Pane, bar_row, fill_combo, list_frame
 from studio.widgets.common import Banner, label
 from studio.widgets.tables import Column, RecordTable
 
@@ -39,11 +37,7 @@ class TasksView(QWidget):
         lay.setContentsMargins(24, 12, 24, 16)
         lay.setSpacing(10)
 
-        bar = QFrame()
-        bar.setObjectName("Card")
-        row = QHBoxLayout(bar)
-        row.setContentsMargins(14, 10, 14, 10)
-        row.setSpacing(10)
+        bar, row = bar_row()
         row.addWidget(label("Tasks", "FieldLabel"))
         self.source = QComboBox()
         for key, text in SOURCES:
@@ -75,10 +69,6 @@ class TasksView(QWidget):
         lay.addWidget(self.banner)
 
         split = QSplitter(Qt.Orientation.Vertical)
-        table_pane = QFrame()
-        table_pane.setObjectName("ListFrame")
-        tl = QVBoxLayout(table_pane)
-        tl.setContentsMargins(1, 1, 1, 1)
         self.table = RecordTable(
             [
                 Column("id", "Task", 250, kind="mono"),
@@ -95,8 +85,7 @@ class TasksView(QWidget):
             ],
             key=lambda r: r["id"],
         )
-        tl.addWidget(self.table)
-        split.addWidget(table_pane)
+        split.addWidget(list_frame(self.table))
 
         detail = QSplitter(Qt.Orientation.Horizontal)
         self.facts_pane = Pane("Task")

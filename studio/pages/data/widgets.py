@@ -33,6 +33,26 @@ def score_chip(score: float | None) -> QLabel:
     return chip(text, TONE_CHIP[score_tone(score)])
 
 
+def bar_row() -> tuple[QFrame, QHBoxLayout]:
+    """The card a Data tab's controls sit in, with its one row (every tab's top strip)."""
+    bar = QFrame()
+    bar.setObjectName("Card")
+    row = QHBoxLayout(bar)
+    row.setContentsMargins(14, 10, 14, 10)
+    row.setSpacing(10)
+    return bar, row
+
+
+def list_frame(table: QWidget) -> QFrame:
+    """A tab's record table in its list frame (1 px inset, the frame draws the border)."""
+    frame = QFrame()
+    frame.setObjectName("ListFrame")
+    lay = QVBoxLayout(frame)
+    lay.setContentsMargins(1, 1, 1, 1)
+    lay.addWidget(table)
+    return frame
+
+
 class Pane(QFrame):
     """A rounded surface with a title row (title, aside on the right) and a body layout."""
 
