@@ -173,6 +173,72 @@ def test_unreachable_server_is_a_model_error() -> None:
         asyncio.run(run())
 
 
+_SSE_REPLY = (
+    'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m",'
+    '"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}\n\n'
+    'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m",'
+    '"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+    "data: [DONE]\n\n"
+)
+
+
+async def _dropping_server(drops: int) -> tuple[asyncio.Server, list[int]]:
+    """A real HTTP server on a socket whose first `drops` connections read the request
+    and hang up without a byte, as a pooled connection to a killed server does; later
+    connections stream one reply. (An engine cannot be made to drop a connection on
+    cue, so this small server stands in for one.)"""
+    seen: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(1)
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        await reader.readexactly(length)
+        if len(seen) <= drops:
+            writer.close()
+            return
+        body = _SSE_REPLY.encode()
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            + f"content-length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, seen
+
+
+@pytest.mark.parametrize("drops", [1, 2])
+def test_a_connection_dropped_before_any_byte_is_tried_once_more(drops: int) -> None:
+    """One hang-up before the reply is a stale connection: the request goes out once
+    more on a fresh pool and succeeds. Two in a row are the server's answer."""
+
+    async def run() -> str:
+        server, seen = await _dropping_server(drops)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            async with OpenAIChatClient(
+                f"http://127.0.0.1:{port}/v1", "m", options=GenerationOptions(max_tokens=4)
+            ) as client:
+                reply = await client.complete([{"role": "user", "content": "hi"}])
+                return reply.content
+        finally:
+            assert len(seen) == 2  # never a third attempt
+            server.close()
+
+    if drops == 1:
+        assert asyncio.run(run()) == "hi"
+    else:
+        with pytest.raises(ModelError, match=r"cannot reach the model server"):
+            asyncio.run(run())
+
+
 def test_request_body_asks_for_usage_and_passes_options() -> None:
     client = OpenAIChatClient(
         "http://127.0.0.1:1/v1",

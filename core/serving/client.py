@@ -196,7 +196,7 @@ class OpenAIChatClient:
         call = _Call(on_delta)
         try:
             async with asyncio.timeout(self.timeout_s):
-                await self._stream(body, call)
+                await self._stream_once_more_on_a_stale_connection(body, call)
         except TimeoutError:
             raise ModelError(
                 f"request timeout: no complete reply from {self.shown_url} within "
@@ -233,6 +233,25 @@ class OpenAIChatClient:
             ) from None
         return call.reply(self.token_counter)
 
+    async def _stream_once_more_on_a_stale_connection(
+        self, body: dict[str, Any], call: _Call
+    ) -> None:
+        """Stream `body`; a connection that fails before any byte came back is tried once
+        more on a fresh pool.
+
+        A pooled keep-alive connection to a server that has since died or restarted fails
+        with a read error on reuse, which says nothing useful; a fresh connection either
+        works (a restarted server) or fails with the real cause (connection refused).
+        """
+        try:
+            await self._stream(body, call)
+        except openai.APIConnectionError as exc:
+            if call.chunks or isinstance(exc, openai.APITimeoutError):
+                raise
+            await self.rebase(self.base_url)
+            call.restart()
+            await self._stream(body, call)
+
     async def _stream(self, body: dict[str, Any], call: _Call) -> None:
         payload = dict(body)
         model = payload.pop("model")
@@ -261,6 +280,10 @@ class _Call:
 
     def __init__(self, on_delta: DeltaCallback | None) -> None:
         self.on_delta = on_delta
+        self.restart()
+
+    def restart(self) -> None:
+        """Forget everything received: the request goes out again."""
         self.start = 0.0
         self.end = 0.0
         self.first: float | None = None
