@@ -358,6 +358,36 @@ def test_bad_launch_input_is_named_and_nothing_runs(studio) -> None:  # type: ig
     assert view.job is None and view.banner.isVisibleTo(view)
 
 
+def test_the_run_forms_numbers_follow_core(studio, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Every numeric field's lower bound and help come from `EvalRequest`, its start from
+    `hat eval run`'s defaults: the form can offer no value core would refuse, and a default
+    changed in core changes the form."""
+    from core.eval.api import EvalRequest
+    from core.eval.command import RUN_DEFAULTS
+    from studio.pages.evaluate.run_view import RunView
+
+    run = evaluate_page(studio).run
+    run.picker.select("oracle")
+    boxes = {
+        "variants": run.variants,
+        "samples": run.samples,
+        "concurrency": run.concurrency,
+        "max_tokens": run.max_tokens,
+        "call_timeout_s": run.call_timeout,
+        "item_timeout_s": run.item_timeout,
+    }
+    for name, box in boxes.items():
+        field = EvalRequest.model_fields[name]
+        low = next(getattr(r, "ge", None) or getattr(r, "gt", 0) + 1 for r in field.metadata)
+        assert box.minimum() == low, name
+        assert box.value() == RUN_DEFAULTS[name], name
+        assert str(field.description).rstrip(".") in box.toolTip(), name
+        box.setValue(box.minimum())
+        assert run.launch().eval_request() is not None  # core takes the lowest
+    monkeypatch.setitem(RUN_DEFAULTS, "concurrency", 3)
+    assert RunView(studio.ctx).concurrency.value() == 3
+
+
 # ----------------------------------------------------------------------------- logic
 
 

@@ -99,6 +99,33 @@ def model_choices(store: Store) -> list[ModelChoice]:
 
 
 @dataclass(frozen=True)
+class NumberField:
+    """One numeric field of the Run form, as core defines it: its lower bound and help from
+    `EvalRequest`'s field, its starting value from `hat eval run`'s defaults (`RUN_DEFAULTS`),
+    so a bound or default changed in core changes the form with it."""
+
+    name: str
+    minimum: float
+    default: float
+    help: str
+
+
+def number_field(name: str) -> NumberField:
+    """`EvalRequest.<name>`'s bound (`ge`, or `gt` as the next whole number) and description."""
+    from core.eval.api import EvalRequest
+
+    info = EvalRequest.model_fields[name]
+    minimum = 0.0
+    for rule in info.metadata:
+        if getattr(rule, "ge", None) is not None:
+            minimum = float(rule.ge)
+        elif getattr(rule, "gt", None) is not None:
+            minimum = float(rule.gt) + 1
+    default = RUN_DEFAULTS.get(name, info.default)
+    return NumberField(name, minimum, float(default), info.description or "")
+
+
+@dataclass(frozen=True)
 class LaunchRequest:
     """The Run form's values: an `EvalRequest` (its fields, defaults and checks, core's) plus
     what only the form has: which kind of model (a registered one, the oracle, the oracle

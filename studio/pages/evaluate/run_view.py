@@ -23,10 +23,9 @@ from PySide6.QtWidgets import (
 )
 
 from core.durations import format_duration
-from core.eval.command import RUN_DEFAULTS
 from core.serving.engines import pick_engine
 from studio.context import StoreChange, StudioContext
-from studio.logic.eval_view import HV_SUITE_KEYS, SUITE_CHOICES, TASK_FILE_SUITES
+from studio.logic.eval_view import HV_SUITE_KEYS, SUITE_CHOICES, TASK_FILE_SUITES, number_field
 from studio.pages.data.widgets import elastic_combo, fill_combo, stop_on_close
 from studio.pages.job_view import JobColumn, JobView
 from studio.widgets.common import Field, Segmented, button, label
@@ -50,6 +49,18 @@ def version_items(versions: list[Any]) -> list[tuple[str, str]]:
     from studio.logic import version_names
 
     return [(vid, title) for vid, title, _tip in version_names.version_items(versions)]
+
+
+def number_spin(name: str, maximum: int, suffix: str = "", more: str = "") -> QSpinBox:
+    """A spin box for `EvalRequest.<name>`: bound, starting value and help from core
+    (`number_field`); `more` adds what the form says beyond the field's description."""
+    spec = number_field(name)
+    box = QSpinBox()
+    box.setRange(int(spec.minimum), maximum)
+    box.setValue(int(spec.default))
+    box.setSuffix(suffix)
+    box.setToolTip(f"{spec.help.rstrip('.')}; {more}" if more else spec.help)
+    return box
 
 
 class ModelPicker(QWidget):
@@ -189,31 +200,18 @@ class RunView(JobView):
         self.limit.setValue(20)
         self.limit.setSpecialValueText("every task")
         self.limit.setSuffix(" tasks")
-        self.variants = QSpinBox()
-        self.variants.setRange(1, 64)
-        self.variants.setValue(RUN_DEFAULTS["variants"])
-        self.variants.setSuffix(" per task")
-        self.samples = QSpinBox()
-        self.samples.setRange(1, 16)
-        self.max_tokens = QSpinBox()
-        self.max_tokens.setRange(16, 32_768)
-        self.max_tokens.setValue(RUN_DEFAULTS["max_tokens"])
-        self.concurrency = QSpinBox()
-        self.concurrency.setRange(1, 64)
-        self.concurrency.setValue(RUN_DEFAULTS["concurrency"])  # batched: 8 cost little more
-        self.call_timeout = QSpinBox()
-        self.call_timeout.setRange(1, 3600)
-        self.call_timeout.setValue(int(RUN_DEFAULTS["call_timeout_s"]))
-        self.call_timeout.setSuffix(" s")
-        self.call_timeout.setToolTip(
-            "One model call; a longer one is an infrastructure error: left out of the "
-            "scores and retryable, not graded as a wrong answer"
+        self.variants = number_spin("variants", 64, " per task")
+        self.samples = number_spin("samples", 16)
+        self.max_tokens = number_spin("max_tokens", 32_768)
+        self.concurrency = number_spin("concurrency", 64)  # batched: 8 cost little more
+        self.call_timeout = number_spin(
+            "call_timeout_s",
+            3600,
+            " s",
+            "a longer one is an infrastructure error: left out of the scores and retryable, "
+            "not graded as a wrong answer",
         )
-        self.item_timeout = QSpinBox()
-        self.item_timeout.setRange(1, 86_400)
-        self.item_timeout.setValue(int(RUN_DEFAULTS["item_timeout_s"]))
-        self.item_timeout.setSuffix(" s")
-        self.item_timeout.setToolTip("One whole item: every turn and tool call")
+        self.item_timeout = number_spin("item_timeout_s", 86_400, " s", "every turn and tool call")
         self.version = elastic_combo()
         grid.addWidget(Field("Per suite", self.limit), 0, 0)
         variants_field = Field("HV-QA variants", self.variants)
