@@ -3,10 +3,14 @@
     hat bench latency --tasks test --concurrency 1 -n 20
     hat bench latency --engine vllm --tasks dev -n 50 --concurrency 4 --out vllm.json
     hat bench latency --url http://127.0.0.1:8000/v1 --engine vllm -n 10   (a running server)
+    hat bench latency --engine vllm --speculative ngram:4 -n 20   (acceptance in the report)
 
 Prints P50/P95 (P99 with >= 100 samples) of TTFT, TPOT, model-call e2e and agent-request e2e
 as the client measured them, and on vLLM also the server's view from its /metrics histograms,
-so the two can be compared. Every request is stored (`latency_requests`/`latency_calls`, the
+so the two can be compared, and the decode rate (1 / mean TPOT). With speculative decoding on,
+the acceptance over the measured requests (from /metrics) is printed beside them; the speed-up
+needs a run without it on the same tasks (benchmarks/speculative.py alternates the two).
+Every request is stored (`latency_requests`/`latency_calls`, the
 session id is printed); the JSON report goes to --out (default
 `<home>/runs/bench/<session>.json`).
 """
@@ -24,9 +28,11 @@ from rich.table import Table
 from core.cli.common import console, esc, fail, open_store
 from core.cli.serve_cmd import (
     AdapterOpt,
+    DraftModelOpt,
     EngineOpt,
     ModelOpt,
     PythonOpt,
+    SpeculativeOpt,
     engine_config,
     start_server,
 )
@@ -59,6 +65,19 @@ def print_report(report: dict[str, Any]) -> None:
             metric, str(s["n"]), _ms(s["p50"]), _ms(s["p95"]), _ms(s["p99"]), _ms(s["mean"])
         )
     console.print(table)
+    tpot = report["client"].get("tpot_s", {}).get("mean")
+    if tpot:
+        console.print(f"decode {1 / tpot:.1f} tok/s (1 / mean TPOT, client view)")
+    spec = report.get("speculative")
+    if spec:
+        rate, per_draft = spec["acceptance_rate"], spec["accepted_per_draft"]
+        console.print(
+            f"speculative decoding: acceptance "
+            f"{'-' if rate is None else f'{100 * rate:.1f} %'} "
+            f"({spec['accepted_tokens']}/{spec['draft_tokens']} proposed tokens, "
+            f"{spec['drafts']} drafts, "
+            f"{'-' if per_draft is None else f'{per_draft:.2f}'} accepted per draft)"
+        )
     server = report.get("server")
     if server:
         table = Table(title="server view, vLLM /metrics (ms)", box=None, header_style="bold")
@@ -85,6 +104,8 @@ def latency_cmd(
     model: ModelOpt = None,
     adapter: AdapterOpt = None,
     python: PythonOpt = None,
+    speculative: SpeculativeOpt = None,
+    draft_model: DraftModelOpt = None,
     url: Annotated[str | None, typer.Option("--url", help="Use a running server.")] = None,
     model_id: Annotated[str | None, typer.Option("--model-id", help="Model id at --url.")] = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Per model call.")] = 256,
@@ -119,7 +140,12 @@ def latency_cmd(
     with open_store() as store:
         if url is None:
             server = start_server(
-                store, engine_config(engine, python=python), model, adapter=adapter
+                store,
+                engine_config(
+                    engine, python=python, speculative=speculative, draft_model=draft_model
+                ),
+                model,
+                adapter=adapter,
             )
             base_url, mid = server.base_url, server.model_id
             root = server.root_url

@@ -3,6 +3,8 @@
     hat serve                                            the demo model on transformers serve
     hat serve --engine vllm --model demo-sft --adapter sft-1
     hat serve --engine vllm --model qwen3 --tool-parser hermes --runtime-lora   (GPU)
+    hat serve --engine vllm --speculative ngram:4       n-gram prompt lookup, 4 tokens a step
+    hat serve --engine vllm --model big --draft-model /models/small --speculative draft:3
 
 The server binds 127.0.0.1 on a free port (or --port) and prints its OpenAI base URL and the
 model id to use; Ctrl-C stops it. The interpreter of each engine is configurable (--python,
@@ -38,6 +40,18 @@ PythonOpt = Annotated[
     str | None, typer.Option("--python", help="Interpreter of the engine's environment.")
 ]
 PortOpt = Annotated[int | None, typer.Option("--port", help="Port (default: a free one).")]
+SpeculativeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--speculative",
+        help="vLLM speculative decoding: ngram[:N] (prompt lookup, any model), draft[:N] "
+        "(with --draft-model) or mtp[:N] (models with an MTP head); N tokens a step, default 4.",
+    ),
+]
+DraftModelOpt = Annotated[
+    str | None,
+    typer.Option("--draft-model", help="vLLM: draft model folder or hub id (speculative)."),
+]
 
 
 def engine_config(
@@ -50,10 +64,13 @@ def engine_config(
     tool_parser: str | None = None,
     runtime_lora: bool = False,
     max_model_len: int | None = None,
+    speculative: str | None = None,
+    draft_model: str | None = None,
 ) -> EngineConfig:
     from core.serving import engines
 
     try:
+        method, tokens = engines.parse_speculative(speculative) if speculative else (None, None)
         return engines.EngineConfig(
             engine=engine,
             python=python,
@@ -63,6 +80,9 @@ def engine_config(
             tool_parser=tool_parser,
             runtime_lora=runtime_lora,
             max_model_len=max_model_len,
+            speculative=method,
+            speculative_tokens=engines.SPECULATIVE_TOKENS if tokens is None else tokens,
+            draft_model=draft_model,
         )
     except engines.EngineError as exc:
         fail(str(exc))
@@ -145,6 +165,8 @@ def serve(
     max_model_len: Annotated[
         int | None, typer.Option("--max-model-len", help="vLLM: context length.")
     ] = None,
+    speculative: SpeculativeOpt = None,
+    draft_model: DraftModelOpt = None,
     startup_timeout: Annotated[
         float, typer.Option("--startup-timeout", help="Seconds to wait for health.")
     ] = 600.0,
@@ -159,6 +181,8 @@ def serve(
         tool_parser=tool_parser,
         runtime_lora=runtime_lora,
         max_model_len=max_model_len,
+        speculative=speculative,
+        draft_model=draft_model,
     )
     with open_store() as store:
         server = start_server(

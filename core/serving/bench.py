@@ -9,7 +9,8 @@ viewer message through `AgentLoop.run`, and a stored `RequestRow` (flagged when 
 warm-up request). Warm-up requests run first, one at a time; then `n` requests with at most
 `concurrency` in flight. The client view is `LatencyStats` over the non-warm-up rows; with a
 `metrics` reader (vLLM's /metrics) the server view is the change of its histograms over the
-measured part of the run.
+measured part of the run, and where speculative decoding is on, its acceptance over the same
+requests (`speculative`: drafts, proposed and accepted tokens, acceptance rate).
 """
 
 from __future__ import annotations
@@ -35,7 +36,13 @@ from core.serving.latency import (
     RecordingClient,
     request_row,
 )
-from core.serving.metrics import Histogram, parse_histograms, server_view
+from core.serving.metrics import (
+    Histogram,
+    SpecDecode,
+    parse_histograms,
+    server_view,
+    spec_decode_counts,
+)
 from core.sim.catalog import load_catalog
 from core.sim.models import Catalog, Task
 from core.store import Store
@@ -79,6 +86,8 @@ class BenchResult:
     wall_s: float
     client: dict[str, MetricSummary]
     server: dict[str, dict[str, Any]] | None = None
+    speculative: SpecDecode | None = None
+    """Speculative decoding counts over the measured requests; None where it is off."""
     p99_min_samples: int = P99_MIN_SAMPLES
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -108,6 +117,7 @@ class BenchResult:
             "token_source": dict(sources),
             "client": {m: self.client[m].to_dict() for m in METRICS},
             "server": self.server,
+            "speculative": self.speculative.to_dict() if self.speculative else None,
             "rules": RULES.format(p99=self.p99_min_samples),
             **self.extra,
         }
@@ -168,8 +178,10 @@ async def run_latency_bench(
         await one(i, tasks[i], True)
 
     before: dict[str, Histogram] | None = None
+    spec_before: SpecDecode | None = None
     if metrics is not None:
-        before = parse_histograms(await asyncio.to_thread(metrics))
+        text = await asyncio.to_thread(metrics)
+        before, spec_before = parse_histograms(text), spec_decode_counts(text)
     semaphore = asyncio.Semaphore(concurrency)
 
     async def limited(index: int) -> None:
@@ -180,9 +192,13 @@ async def run_latency_bench(
     await asyncio.gather(*(limited(warmup + i) for i in range(n)))
     wall = time.monotonic() - started
     server = None
+    speculative = None
     if metrics is not None:
-        after = parse_histograms(await asyncio.to_thread(metrics))
-        server = server_view(before, after)
+        text = await asyncio.to_thread(metrics)
+        server = server_view(before, parse_histograms(text))
+        spec_after = spec_decode_counts(text)
+        if spec_after is not None:
+            speculative = spec_after.minus(spec_before)
     stats = LatencyStats.from_rows(rows, p99_min_samples=p99_min_samples)
     return BenchResult(
         session=session,
@@ -196,5 +212,6 @@ async def run_latency_bench(
         wall_s=wall,
         client=stats.summaries(),
         server=server,
+        speculative=speculative,
         p99_min_samples=p99_min_samples,
     )

@@ -28,6 +28,11 @@ Two engines, both OpenAI-compatible over HTTP (DESIGN.md §3, Serving):
     (skips a 2-3 minute
     torch.compile warm-up; decoding is ~10 % slower) and, on at most 4 cores, no core
     reserved for the scheduler (`VLLM_CPU_NUM_OF_RESERVED_CPU=0`; `cpu_reserved_cores`).
+  - speculative decoding (`speculative="ngram"`, `"draft"` with `draft_model`, or `"mtp"`;
+    `speculative_tokens` per step) adds `--speculative-config` (`speculative_config_json`).
+    n-gram prompt lookup needs nothing but the model and pays off where a reply repeats its
+    prompt (a tool call quoting a record); vLLM-cpu accepts it (docs/benchmarks.md, Serving:
+    speculative decoding). Acceptance comes from /metrics (`core.serving.metrics`).
   /metrics exposes Prometheus histograms (`vllm:time_to_first_token_seconds`, ...).
 
 The interpreter of each engine is configurable: `EngineConfig.python`, else the rules of
@@ -38,6 +43,7 @@ the first that exists), the same rules `hat doctor` reports.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,6 +125,45 @@ def pick_engine(requested: str = "auto") -> tuple[str, str | None]:
     )
 
 
+SPECULATIVE_METHODS = ("ngram", "draft", "mtp")
+"""Speculative decoding on vLLM: n-gram prompt lookup (any model), a smaller draft model of
+the same tokenizer, or the model's own multi-token-prediction head (models that have one)."""
+
+SPECULATIVE_TOKENS = 4
+"""Proposed tokens per step unless set: what vLLM's n-gram examples use."""
+
+SPECULATIVE_MAX_TOKENS = 16
+"""Proposed tokens per step, at most: past a handful, acceptance of the later positions falls
+off and every rejected token is verified for nothing."""
+
+NGRAM_LOOKUP = (2, 4)
+"""(prompt_lookup_min, prompt_lookup_max): the n-gram lengths n-gram lookup matches in the
+prompt; vLLM's examples use these, and 2 keeps a short quoted name matchable."""
+
+
+def parse_speculative(text: str) -> tuple[str, int | None]:
+    """`METHOD[:N]` (as `hat serve --speculative` takes it) -> (method, N or None).
+
+    One error line naming the cause for anything else, so a typo never starts a server."""
+    method, sep, count = text.strip().partition(":")
+    method = method.strip().lower()
+    if method not in SPECULATIVE_METHODS:
+        raise EngineError(
+            f"speculative decoding {text!r}: unknown method {method!r}; methods: "
+            f"{', '.join(SPECULATIVE_METHODS)} (e.g. ngram:4)"
+        )
+    if not sep:
+        return method, None
+    try:
+        tokens = int(count)
+    except ValueError:
+        raise EngineError(
+            f"speculative decoding {text!r}: the count after ':' must be a whole number of "
+            "proposed tokens (e.g. ngram:4)"
+        ) from None
+    return method, tokens
+
+
 @dataclass
 class EngineConfig:
     """Everything about how to run one engine; `None` means the engine's default here."""
@@ -138,6 +183,13 @@ class EngineConfig:
     adapters: dict[str, str] = field(default_factory=dict)
     runtime_lora: bool = False
     max_lora_rank: int = 16
+    speculative: str | None = None
+    """Speculative decoding method (`SPECULATIVE_METHODS`); "draft" when only `draft_model`
+    is given; None: off."""
+    speculative_tokens: int = SPECULATIVE_TOKENS
+    """Tokens proposed per decoding step."""
+    draft_model: str | None = None
+    """The draft model's folder or hub id (method "draft")."""
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
 
@@ -151,6 +203,35 @@ class EngineConfig:
                 "transformers serve cannot load a LoRA/PEFT adapter (it needs a full model "
                 "folder): serve the adapter with --engine vllm, or serve the merged model that "
                 "training registers"
+            )
+        self._check_speculative()
+
+    def _check_speculative(self) -> None:
+        """Refuse a speculative setting that could only fail at start, with its cause."""
+        if self.draft_model and self.speculative is None:
+            self.speculative = "draft"
+        if self.speculative is None:
+            return
+        if self.engine != "vllm":
+            raise EngineError(
+                "speculative decoding is a vLLM option: transformers serve has no server-wide "
+                "setting and reports no acceptance (serve with --engine vllm)"
+            )
+        if self.speculative not in SPECULATIVE_METHODS:
+            raise EngineError(
+                f"unknown speculative decoding method {self.speculative!r}; methods: "
+                f"{', '.join(SPECULATIVE_METHODS)}"
+            )
+        if not 1 <= self.speculative_tokens <= SPECULATIVE_MAX_TOKENS:
+            raise EngineError(
+                f"speculative tokens must be 1 to {SPECULATIVE_MAX_TOKENS} per step, got "
+                f"{self.speculative_tokens}"
+            )
+        if self.speculative == "draft" and not self.draft_model:
+            raise EngineError("speculative decoding with a draft model needs --draft-model")
+        if self.speculative != "draft" and self.draft_model:
+            raise EngineError(
+                f"a draft model is used by the 'draft' method only, not {self.speculative!r}"
             )
 
     @property
@@ -253,6 +334,27 @@ def build_launch(
             model_id = next(iter(config.adapters))
     if config.runtime_lora:
         env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "1"
+    if config.speculative:
+        argv += ["--speculative-config", speculative_config_json(config)]
     argv += config.extra_args
     served = model + (f" + adapter {model_id}" if config.adapters else "")
     return LaunchSpec("vllm", argv, env, model_id=model_id, served=served)
+
+
+def speculative_config_json(config: EngineConfig) -> str:
+    """vLLM's `--speculative-config` JSON for `config` (which has a method set)."""
+    tokens = config.speculative_tokens
+    settings: dict[str, object]
+    if config.speculative == "ngram":
+        low, high = NGRAM_LOOKUP
+        settings = {
+            "method": "ngram",
+            "num_speculative_tokens": tokens,
+            "prompt_lookup_min": low,
+            "prompt_lookup_max": high,
+        }
+    elif config.speculative == "draft":
+        settings = {"model": config.draft_model, "num_speculative_tokens": tokens}
+    else:
+        settings = {"method": "mtp", "num_speculative_tokens": tokens}
+    return json.dumps(settings, separators=(",", ":"))

@@ -9,6 +9,12 @@ Histograms are cumulative since the server started, so the benchmark reads them 
 after and uses the difference: only its own requests count. Quantiles follow Prometheus'
 `histogram_quantile`: linear interpolation inside the bucket the rank falls in (so they are
 only as precise as the buckets); the mean (sum / count) is exact.
+
+With speculative decoding on, vLLM also counts drafts, proposed and accepted tokens
+(`vllm:spec_decode_num_drafts_total`, `..._num_draft_tokens_total`,
+`..._num_accepted_tokens_total`); `spec_decode_counts` reads them and `SpecDecode.minus` gives
+the change over a request or a run, from which the acceptance rate (accepted / proposed) and
+the mean accepted length per draft follow.
 """
 
 from __future__ import annotations
@@ -127,3 +133,80 @@ def server_view(
             "mean": delta.mean,
         }
     return view
+
+
+SPEC_COUNTERS = {
+    "drafts": "vllm:spec_decode_num_drafts_total",
+    "draft_tokens": "vllm:spec_decode_num_draft_tokens_total",
+    "accepted_tokens": "vllm:spec_decode_num_accepted_tokens_total",
+}
+"""Our name -> vLLM's speculative decoding counter (vllm/v1/spec_decode/metrics.py)."""
+
+
+@dataclass(frozen=True)
+class SpecDecode:
+    """Speculative decoding counts: drafts (steps that proposed), tokens proposed, accepted."""
+
+    drafts: float = 0.0
+    draft_tokens: float = 0.0
+    accepted_tokens: float = 0.0
+
+    def minus(self, other: SpecDecode | None) -> SpecDecode:
+        if other is None:
+            return self
+        return SpecDecode(
+            self.drafts - other.drafts,
+            self.draft_tokens - other.draft_tokens,
+            self.accepted_tokens - other.accepted_tokens,
+        )
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """Accepted / proposed tokens; None when nothing was proposed."""
+        return self.accepted_tokens / self.draft_tokens if self.draft_tokens > 0 else None
+
+    @property
+    def accepted_per_draft(self) -> float | None:
+        """Mean tokens accepted per draft: each verifying step emits this many plus one."""
+        return self.accepted_tokens / self.drafts if self.drafts > 0 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "drafts": round(self.drafts),
+            "draft_tokens": round(self.draft_tokens),
+            "accepted_tokens": round(self.accepted_tokens),
+            "acceptance_rate": self.acceptance_rate,
+            "accepted_per_draft": self.accepted_per_draft,
+        }
+
+    def line(self) -> str:
+        """A short readout: "spec accept 78% (14/18 tokens, 3.5/draft)"."""
+        rate = self.acceptance_rate
+        if rate is None:
+            return "spec decode: no drafts"
+        return (
+            f"spec accept {100 * rate:.0f}% ({round(self.accepted_tokens)}/"
+            f"{round(self.draft_tokens)} tokens, {self.accepted_per_draft or 0:.1f}/draft)"
+        )
+
+
+def spec_decode_counts(text: str) -> SpecDecode | None:
+    """The speculative decoding counters in a /metrics text (label sets summed), or None
+    where the server exposes none (speculative decoding off, or not vLLM)."""
+    values: dict[str, float] = {}
+    wanted = {theirs: ours for ours, theirs in SPEC_COUNTERS.items()}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = _LINE.match(line)
+        if match is None or match.group(1) not in wanted:
+            continue
+        try:
+            value = float(match.group(3))
+        except ValueError:
+            continue
+        key = wanted[match.group(1)]
+        values[key] = values.get(key, 0.0) + value
+    if not values:
+        return None
+    return SpecDecode(**values)

@@ -32,6 +32,7 @@ from core.runtime.trace import (
     Trace,
 )
 from core.serving.latency import LatencyStats, MetricSummary
+from core.serving.metrics import SpecDecode
 from core.store.serving import RequestRow
 
 CARD_KINDS = ("skill", "tool_call", "tool_result", "hook", "parse_error", "model_error")
@@ -180,6 +181,8 @@ class ReplyLatency:
     tool_calls: int
     output_tokens: int
     status: str
+    spec_decode: SpecDecode | None = None
+    """Speculative decoding over this request (vLLM with it on), else None."""
 
     def items(self) -> list[tuple[str, str]]:
         """(label, value) pairs in display order."""
@@ -190,13 +193,22 @@ class ReplyLatency:
         calls = f"{self.model_calls} model · {self.tool_calls} tool"
         out.append(("calls", calls))
         out.append(("tokens", str(self.output_tokens)))
+        spec = self.spec_decode
+        if spec is not None and spec.acceptance_rate is not None:
+            out.append(
+                (
+                    "spec accept",
+                    f"{100 * spec.acceptance_rate:.0f}% · {spec.accepted_per_draft or 0:.1f}/draft",
+                )
+            )
         return out
 
 
-def reply_latency(trace: Trace) -> ReplyLatency:
+def reply_latency(trace: Trace, spec_decode: SpecDecode | None = None) -> ReplyLatency:
     """TTFT of the first model call; decode speed over all calls that produced two or more
     tokens (output tokens after the first / time after the first); model e2e: the calls' own
-    e2e summed (failed calls by their wall time); agent e2e: viewer message to the end."""
+    e2e summed (failed calls by their wall time); agent e2e: viewer message to the end;
+    speculative decoding's acceptance where the lane measured it (`ChatLane.spec_decode`)."""
     steps = trace.steps_of(ModelCallStep)
     ttft = next((s.timing.ttft_s for s in steps if s.timing.ttft_s is not None), None)
     tokens_after_first = 0
@@ -220,6 +232,7 @@ def reply_latency(trace: Trace) -> ReplyLatency:
         tool_calls=trace.counts.tool_calls,
         output_tokens=output_tokens,
         status=trace.status.value,
+        spec_decode=spec_decode,
     )
 
 

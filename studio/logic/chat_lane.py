@@ -17,6 +17,11 @@ binds tools elsewhere (Python functions, MCP servers, HTTP endpoints), its own `
 for the request: like the HTTP client, an MCP session must not outlive the loop it was opened
 on, so it lives exactly as long as the request (MCP servers start on their first call).
 
+On a vLLM endpoint the lane reads the server's speculative decoding counters (/metrics) before
+and after each request: `lane.spec_decode` is their change over the last request (acceptance
+for its latency row), None where the server runs without speculative decoding or is not vLLM.
+The chat queue runs one request at a time, so the change is that request's alone.
+
 `fresh=True` answers the message without the conversation so far and leaves that conversation
 as it was (a live-room replay, where viewers' questions are independent). A failed request
 leaves the history unchanged (`ChatSession`), so after a restart the viewer can ask again.
@@ -24,6 +29,7 @@ leaves the history unchanged (`ChatSession`), so after a restart the viewer can 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from collections.abc import Callable, Sequence
@@ -37,6 +43,7 @@ from core.runtime.loop import EventCallback
 from core.runtime.trace import Trace
 from core.serving.chat import ChatSession
 from core.serving.client import GenerationOptions, OpenAIChatClient
+from core.serving.metrics import SpecDecode, spec_decode_counts
 from core.sim.models import Task
 from core.store import Store
 from studio.logic.chat_server import Endpoint
@@ -87,6 +94,8 @@ class ChatLane:
         self.harness = harness
         self.harness_label = harness_label or harness.name
         self.session = self._new_session(harness)
+        self.spec_decode: SpecDecode | None = None
+        """Speculative decoding counts of the last request (module doc)."""
 
     def _new_session(self, harness: Harness) -> ChatSession:
         return ChatSession(
@@ -131,17 +140,43 @@ class ChatLane:
         kept = session.history
         if fresh:
             session.history = []
+        self.spec_decode = None
+        spec_before = await _spec_counts(endpoint)
         try:
             async with contextlib.AsyncExitStack() as world:
                 session.bindings = await request_bindings(self.harness, task, world)
                 return await session.ask(message, on_delta=on_delta, on_event=on_event)
         finally:
+            if spec_before is not None:
+                spec_after = await _spec_counts(endpoint)
+                if spec_after is not None:
+                    self.spec_decode = spec_after.minus(spec_before)
             if fresh:
                 session.history = kept
             session.client = _NoClient()
             close = getattr(client, "aclose", None)
             if close is not None:
                 await close()
+
+
+async def _spec_counts(endpoint: Endpoint) -> SpecDecode | None:
+    """The speculative decoding counters of a vLLM endpoint's /metrics; None for other
+    engines, a server without them, or one that does not answer in time (the readout is an
+    extra, never a reason for a request to fail)."""
+    if endpoint.engine != "vllm":
+        return None
+    import httpx
+
+    url = endpoint.base_url.rstrip("/").removesuffix("/v1") + "/metrics"
+
+    def read() -> SpecDecode | None:
+        try:
+            response = httpx.get(url, timeout=2.0)
+        except httpx.HTTPError:
+            return None
+        return spec_decode_counts(response.text) if response.status_code == 200 else None
+
+    return await asyncio.to_thread(read)
 
 
 async def request_bindings(

@@ -29,7 +29,12 @@ import httpx
 
 from core.exits import exit_words
 from core.models.registry import RegistryError
-from core.serving.engines import EngineConfig, EngineError
+from core.serving.engines import (
+    SPECULATIVE_TOKENS,
+    EngineConfig,
+    EngineError,
+    parse_speculative,
+)
 from core.serving.launch import server_for
 from core.serving.server import ManagedServer, ServerError
 from core.store import Store, StoreError
@@ -72,6 +77,8 @@ class ServerRequest:
     url: str | None = None
     model_id: str | None = None
     startup_timeout_s: float = 600.0
+    speculative: str | None = None
+    """vLLM speculative decoding as `hat serve --speculative` takes it ("ngram:4"); None: off."""
 
 
 @dataclass(frozen=True)
@@ -222,7 +229,15 @@ class ChatServer:
             self.request = request
             self.phase = ""
             try:
-                config = EngineConfig(request.engine, python=request.python)
+                method, tokens = (
+                    parse_speculative(request.speculative) if request.speculative else (None, None)
+                )
+                config = EngineConfig(
+                    request.engine,
+                    python=request.python,
+                    speculative=method,
+                    speculative_tokens=SPECULATIVE_TOKENS if tokens is None else tokens,
+                )
                 server = server_for(
                     store,
                     config,

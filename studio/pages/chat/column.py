@@ -20,6 +20,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QScrollArea, QVBoxLayout, QWidget
 
 from core.runtime.trace import ModelCallStep, ReplyStep, Step, Trace
+from core.serving.metrics import SpecDecode
 from studio.logic.chat_cards import (
     Card,
     SessionSummary,
@@ -125,12 +126,14 @@ class TurnView(QWidget):
 
     # ------------------------------------------------------------------ end
 
-    def finish(self, trace: Trace) -> None:
+    def finish(self, trace: Trace, spec_decode: SpecDecode | None = None) -> None:
+        """The request ended: the latency row, with speculative decoding's acceptance where
+        the lane measured it."""
         self.trace = trace
         if self.draft is not None:  # streamed text the loop never turned into a reply
             self.draft.finish(False, "Not used as a reply")
             self.draft = None
-        self.latency = LatencyRow(reply_latency(trace))
+        self.latency = LatencyRow(reply_latency(trace, spec_decode))
         self._add(self.latency)
 
     def fail(

@@ -645,8 +645,8 @@ class ChatPage(QWidget):
     def _answered(self, job: ChatJob, turn: TurnView, trace: Any) -> None:
         column = self.columns[job.lane]
         column.stream.flush()
-        turn.finish(trace)
         lane = self.lanes[job.lane]
+        turn.finish(trace, lane.spec_decode)
         from studio.logic.chat_cards import session_summary
 
         column.show_stats(session_summary(lane.session.rows))

@@ -41,6 +41,9 @@ from studio.widgets.common import Banner, Segmented, button, label, repolish
 
 POLL_MS = 1500
 ENGINE_OPTIONS = (("transformers", "transformers"), ("vllm", "vLLM"), ("url", "URL"))
+SPECULATIVE_OPTIONS = (("Off", None), ("n-gram lookup, 4 tokens", "ngram:4"))
+"""vLLM speculative decoding choices: n-gram prompt lookup needs no second model and pays off
+where replies repeat the prompt (tool calls quoting a record; docs/benchmarks.md)."""
 STATES = {
     "stopped": "Stopped",
     "starting": "Starting",
@@ -117,6 +120,13 @@ class ServerPanel(QFrame):
         self.url.setPlaceholderText("http://127.0.0.1:8000/v1")
         self.model_id = QLineEdit()
         self.model_id.setPlaceholderText("model id (default: the first listed)")
+        self.speculative = QComboBox()
+        for text, value in SPECULATIVE_OPTIONS:
+            self.speculative.addItem(text, value)
+        self.speculative.setToolTip(
+            "vLLM speculative decoding: proposes tokens by looking up the prompt, verified in "
+            "one step; the acceptance rate shows in each reply's latency line"
+        )
         self.rows: dict[str, list[QWidget]] = {}
 
         def row(key: str, r: int, title: str, widget: QWidget) -> None:
@@ -130,6 +140,7 @@ class ServerPanel(QFrame):
         row("port", 2, "Port", self.port)
         row("url", 3, "URL", self.url)
         row("model_id", 4, "Model id", self.model_id)
+        row("speculative", 5, "Speculative", self.speculative)
         grid.setColumnStretch(1, 1)
         lay.addLayout(grid)
 
@@ -305,6 +316,8 @@ class ServerPanel(QFrame):
         for key in ("url", "model_id"):
             for w in self.rows[key]:
                 w.setVisible(url)
+        for w in self.rows["speculative"]:
+            w.setVisible(engine == "vllm")
         self._adapter_hint()
         no_models = not url and self.model.currentData() is None and self.ctx.store is not None
         self.add_demo.setVisible(no_models and self.model.count() > 0)
@@ -321,6 +334,7 @@ class ServerPanel(QFrame):
             model=self.model.currentData(),
             adapter=self.adapter.currentData(),
             port=self.port.value() or None,
+            speculative=self.speculative.currentData() if engine == "vllm" else None,
         )
 
     # ------------------------------------------------------------------ lifecycle
