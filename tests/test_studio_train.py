@@ -613,3 +613,65 @@ def test_start_is_locked_while_a_run_trains_and_released_when_its_child_crashes(
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         _shut(win)
+
+
+@pytest.mark.timeout(600)
+def test_the_memory_estimate_follows_length_and_batch_and_refuses_a_run_that_will_not_fit(
+    qapp: Any,
+    hat_home: Path,
+    rows: Path,  # noqa: F811
+) -> None:
+    """The Estimate card shows the memory the stage needs against what the machine has free,
+    as soon as the form is valid, and follows max_length and the batch; a run that cannot fit
+    (one ~100k-token row at full length) is refused under Start with both numbers."""
+    from core.models import add_folder
+    from core.train.measure import measure_rows
+    from tests.studio_helpers import wait_until
+
+    with Store.open() as store:
+        add_folder(store, BASE, demo_folder())
+    measured = measure_rows(demo_folder(), [rows], system_prompt="compact")
+    long = measured.suggested_max_length()
+    short = max(measured.first_reply) + 8
+    assert short < measured.longest  # rows are cut at `short`: a shorter sequence
+    win = _open(hat_home)
+    try:
+        page = _train_page(win)
+        form = page.forms["sft"]
+
+        def estimate_for(length: int, batch: int) -> Any:
+            form.set_values({"max_length": str(length), "per_device_batch_size": str(batch)})
+            page.validate()
+            wait_until(lambda: page.memory is not None and page.memory.rows == min(batch, 4)
+                       and page.memory.sequence == min(length, measured.longest),
+                       timeout=120)  # fmt: skip
+            return page.memory
+
+        form.set_values({"model": BASE, "data": str(rows), "system_prompt": "compact",
+                         "max_steps": 1, "lm_head_loss": "sliced"})  # fmt: skip
+        first = estimate_for(long, 1)
+        text = page.memory_text.text()
+        assert "Memory: needs ~" in text and "GiB free" in text and "activations" in text
+        wait_until(page.start_button.isEnabled, timeout=60)
+        batch = estimate_for(long, 2)
+        assert batch.total_bytes > first.total_bytes
+        assert batch.parts["activations"] > first.parts["activations"]
+        assert page.memory_text.text() != text
+        cut = estimate_for(short, 2)
+        assert cut.parts["activations"] < batch.parts["activations"]
+        # a run that cannot fit: refused under Start, with the numbers
+        huge = hat_home / "long.jsonl"
+        messages = [
+            {"role": "system", "content": "You help."},
+            {"role": "user", "content": " ".join(["order"] * 100_000)},
+            {"role": "assistant", "content": "hello"},
+        ]
+        huge.write_text(json.dumps({"messages": messages}) + "\n")
+        form.set_values({"data": str(huge), "max_length": "120000", "lm_head_loss": "trl"})
+        page.validate()
+        wait_until(lambda: "memory: needs ~" in page.check_text.text(), timeout=180)
+        assert "GiB free" in page.check_text.text()
+        assert not page.start_button.isEnabled()
+        assert page.memory is not None and not page.memory.fits
+    finally:
+        _shut(win)

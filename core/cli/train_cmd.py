@@ -7,6 +7,10 @@
     hat train pipeline --config hat.yaml            # SFT -> OPD -> RL, each from the last
     hat train list | status RUN | stop RUN | cancel RUN | resume RUN
     hat train schema sft                            # the config's JSON Schema (studio forms)
+    hat train estimate sft --config sft.yaml        # memory now; time from a 3-step warm-up
+
+A run whose memory estimate (core/train/estimate.py) exceeds what this machine has free is
+refused before it starts, with both numbers.
 
 A config with unknown keys or impossible values is rejected before anything starts, every
 problem with its field. In the foreground, Ctrl-C asks the run to stop (checkpoint and adapter
@@ -225,11 +229,15 @@ def _run_stage(config: StageConfig, show: bool, detach: bool, parallel: bool = F
         return
     with open_store() as store:
         _one_run(store, parallel)
+        from core.train.launch_checks import check_memory
         from core.train.measure import check_sft_rows
 
         try:
             for warning in check_sft_rows(store, config):
                 console.print(f"[yellow]warning[/yellow] {esc(warning)}", soft_wrap=True)
+            estimate = check_memory(store, config, env)
+            if estimate is not None:
+                console.print(f"memory: {estimate.summary()}", markup=False, highlight=False)
             run = prepare(store, config, env)
         except ConfigError as exc:
             _print_problems(exc.lines())
@@ -499,3 +507,89 @@ def schema_cmd(
     if stage not in ("sft", "opd", "rl", "pipeline"):
         fail(f"unknown stage {stage!r}: sft, opd, rl or pipeline")
     console.print_json(json.dumps(config_schema(stage)))
+
+
+@app.command("estimate")
+def estimate_cmd(
+    stage: Annotated[str, typer.Argument(help="sft | opd | rl")],
+    config: ConfigOpt,
+    warmup_steps: Annotated[
+        int,
+        typer.Option(
+            "--warmup-steps",
+            min=0,
+            help="Optimizer steps of the timing warm-up (a real training child; 0: memory only).",
+        ),
+    ] = 3,
+    as_json: Annotated[bool, typer.Option("--json", help="The estimate as JSON.")] = False,
+) -> None:
+    """What a run needs before it starts: memory (from the model's config) against what this
+    machine has free, and the time from a short measured warm-up of the stage itself."""
+    from core.train.estimate import EstimateError, WarmupError, gib, warmup
+    from core.train.launch_checks import stage_memory
+    from core.train.measure import MeasureError, measure_rows
+    from core.train.runs import resolve_model
+
+    if stage not in ("sft", "opd", "rl"):
+        fail(f"unknown stage {stage!r}: sft, opd or rl")
+    loaded = _load_stage(stage, config, {})
+    env = detect_environment()
+    problems = check_launch(loaded, env)
+    if problems:
+        _print_problems(problems)
+        raise typer.Exit(1)
+    with open_store() as store:
+        try:
+            folder, _name = resolve_model(store, str(loaded.model), field="model")
+        except ConfigError as exc:
+            _print_problems(exc.lines())
+            raise typer.Exit(1) from None
+    if not Path(folder).is_dir():
+        fail(f"model: {loaded.model} is not a local model folder (register or download it first)")
+    lengths = None
+    if loaded.stage == "sft":
+        try:
+            lengths = measure_rows(folder, loaded.data, system_prompt=loaded.system_prompt,
+                                   max_rows=loaded.max_rows)  # fmt: skip
+        except MeasureError as exc:
+            fail(f"data: {exc}")
+    try:
+        memory = stage_memory(loaded, env, folder, lengths=lengths)
+    except EstimateError as exc:
+        fail(f"model: {exc}")
+    result: dict[str, Any] = {"memory": memory.as_dict()}
+    if not as_json:
+        console.print(f"memory: {memory.summary()}", markup=False, highlight=False)
+        for name, size in memory.parts.items():
+            console.print(f"  {name:<18} {gib(size):>7} GiB", markup=False, highlight=False)
+        console.print(
+            f"  (rows of {memory.sequence} tokens x {memory.rows} per device, {memory.dtype})",
+            markup=False, highlight=False,
+        )  # fmt: skip
+        if not memory.fits:
+            err_console.print("[red]does not fit: a launch is refused[/red]")
+    if warmup_steps > 0:
+        runnable = loaded.model_copy(update={"model": str(folder)})
+        if not as_json:
+            console.print(f"warm-up: {max(2, warmup_steps)} steps in a training child…",
+                          markup=False)  # fmt: skip
+        try:
+            timing = warmup(runnable, env, steps=warmup_steps)
+        except WarmupError as exc:
+            fail(str(exc))
+        result["time"] = timing.as_dict()
+        if not as_json:
+            steps = timing.total_steps
+            total = (f"{format_duration(timing.run_s)} for {steps} steps"
+                     if steps is not None and timing.run_s is not None
+                     else "the run's steps are known once the stage loads its data")  # fmt: skip
+            console.print(
+                f"time: {timing.step_s:.1f} s per step (measured over {timing.steps} steps, "
+                f"load {timing.load_s:.0f} s): {total}; warm-up peak memory "
+                f"{gib(timing.peak_rss_bytes)} GiB",
+                markup=False, highlight=False,
+            )  # fmt: skip
+    if as_json:
+        console.print_json(json.dumps(result))
+    if not memory.fits:
+        raise typer.Exit(1)

@@ -2,8 +2,9 @@
 (`Environment`, found by core/machine.py without torch), how a stage's batch splits over its
 processes (`batch_plan`), and the checks a config must pass on this machine before anything
 starts (`check_launch`, `check_pipeline`: GPU-only options on a CPU box, processes per core,
-RL's task sources). The stage configs themselves are core/train/config.py's; these depend on
-the machine, they do not.
+RL's task sources), and whether the run fits in memory (`check_memory`: the estimate of
+core/train/estimate.py against the RAM or GPU memory free, refused with both numbers). The
+stage configs themselves are core/train/config.py's; these depend on the machine, they do not.
 
     problems = check_launch(load_config("run.yaml", stage="sft"), detect_environment())
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.machine import cpu_native_bf16, gpu_names, usable_cores
 from core.taskfile.sources import source_problem
@@ -26,6 +28,19 @@ from core.train.config import (
     StageConfig,
     resolved_stages,
 )
+from core.train.estimate import (
+    EstimateError,
+    MachineMemory,
+    MemoryEstimate,
+    estimate_memory,
+    fit_problem,
+    machine_memory,
+    model_shape,
+)
+from core.train.measure import MeasureError, RowLengths, measure_rows
+
+if TYPE_CHECKING:
+    from core.store import Store
 
 # ----------------------------------------------------------------------------- environment
 
@@ -272,3 +287,71 @@ def check_pipeline(config: PipelineConfig, env: Environment) -> list[str]:
     for stage in resolved_stages(config):
         problems += check_launch(stage, env, prefix=f"pipeline.{stage.stage}")
     return problems
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+def stage_memory(
+    config: StageConfig,
+    env: Environment,
+    folder: str | Path,
+    *,
+    lengths: RowLengths | None = None,
+    machine: MachineMemory | None = None,
+) -> MemoryEstimate:
+    """The memory estimate of `config` on this machine (core/train/estimate.py) with the
+    model in `folder`; SFT rows measured (`lengths`) size the sequence and the sliced head."""
+    longest = trained = data_rows = None
+    if lengths is not None and lengths.rows and isinstance(config, SftConfig):
+        longest = min(lengths.longest, config.max_length)
+        trained = max(
+            min(n, config.max_length) - start
+            for n, start in zip(lengths.lengths, lengths.first_reply, strict=True)
+        )
+        data_rows = lengths.rows
+    if machine is None:
+        machine = machine_memory(uses_gpu(config.launch, env))
+    return estimate_memory(model_shape(folder), config, machine, env=env,
+                           longest_row=longest, trained_tokens=max(1, trained or 0) or None,
+                           processes=processes_per_machine(config.launch, env),
+                           data_rows=data_rows)  # fmt: skip
+
+
+def memory_problems(estimate: MemoryEstimate, *, prefix: str) -> list[str]:
+    """The refusal line ("<stage>.memory: needs ~X GiB ...") when the run does not fit."""
+    problem = fit_problem(estimate)
+    return [] if problem is None else [f"{prefix}.memory: {problem}"]
+
+
+def check_memory(
+    store: Store,
+    config: StageConfig,
+    env: Environment,
+    *,
+    lengths: RowLengths | None = None,
+) -> MemoryEstimate | None:
+    """The launch's memory check: ConfigError ("memory: needs ~X GiB of RAM; this machine has
+    Y GiB free ...") when the estimate exceeds what the machine has free; the estimate, or None
+    where the model is not a local folder (a hub id) or its config cannot be read."""
+    from core.train.runs import resolve_model  # heavy: sqlalchemy, alembic
+
+    if not config.model:
+        return None
+    folder, _name = resolve_model(store, config.model, field="model")
+    if not Path(folder).is_dir():
+        return None
+    if lengths is None and isinstance(config, SftConfig) and config.data:
+        try:
+            lengths = measure_rows(folder, config.data, system_prompt=config.system_prompt,
+                                   max_rows=config.max_rows)  # fmt: skip
+        except MeasureError:
+            lengths = None  # the row check reports it
+    try:
+        estimate = stage_memory(config, env, folder, lengths=lengths)
+    except EstimateError:
+        return None
+    problem = fit_problem(estimate)
+    if problem is not None:
+        raise ConfigError([("memory", problem)])
+    return estimate

@@ -39,7 +39,7 @@ from core.train.config import (
     parse_stage,
     resolved_stages,
 )
-from core.train.launch_checks import Environment
+from core.train.launch_checks import Environment, check_memory
 from core.train.measure import check_sft_rows
 from core.train.pipeline import PIPELINE_LOG, start_pipeline
 from core.train.runs import (
@@ -130,6 +130,7 @@ def launch_stage(
         check_one_run(store)
     if parent is None:
         check_sft_rows(store, config)  # ConfigError when no row keeps a reply token
+        check_memory(store, config, env)  # ConfigError when the run does not fit in memory
     run = prepare(store, config, env, run_id=run_id, parent=parent)
     run = _remember_devices(store, run, devices)
     proc = start(store, run.id)

@@ -12,6 +12,12 @@ without one the page says the stages run on the CPU. The scale-out card is gener
 LaunchSettings (strategy: DDP, FSDP2, ZeRO-3; machines, rank, rendezvous address) and applies
 to every stage of a pipeline.
 
+Estimate: the memory the stage needs (core/train/estimate.py: weights, adapter and optimizer
+state, activations at the chosen length and batch, the LM head's logits) against what the
+machine has free is computed with the launch check and shown at once; a run that does not fit
+is refused under Start with both numbers. "Estimate time" runs a few real optimizer steps in a
+training child (a job: the window stays live) and extrapolates to the run's steps.
+
 Start freezes the config into a new run (`core.train.launcher`) and shows it in the Monitor
 tab; from then on the monitor draws that run's frozen config, never this form.
 """
@@ -122,6 +128,11 @@ class TrainPage(QWidget):
         self._checked_token = -1
         self._starting = False
         self._ready = False
+        self.memory: Any = None
+        """The last memory estimate (core/train/estimate.py MemoryEstimate) or None."""
+        self._timing = False
+        self._timed: str | None = None
+        """The config (JSON) the time shown was measured for."""
         from core.train.runs import new_run_id
 
         self._new_run_id = new_run_id
@@ -273,6 +284,22 @@ class TrainPage(QWidget):
         self.check_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         check_layout.addWidget(self.check_text)
         sl.addWidget(check)
+        estimate, estimate_layout = _card("Estimate")
+        self.memory_text = label("Memory: once the configuration is valid", "Muted", wrap=True)
+        self.memory_text.setTextFormat(Qt.TextFormat.RichText)
+        self.memory_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        estimate_layout.addWidget(self.memory_text)
+        time_row = QHBoxLayout()
+        self.time_text = label("Time: from a short warm-up of the stage", "Muted", wrap=True)
+        time_row.addWidget(self.time_text, 1)
+        self.estimate_button = button(
+            "Estimate time", "history", "", "Run a few real training steps in a training child "
+            "and extrapolate to the run's steps"
+        )  # fmt: skip
+        self.estimate_button.clicked.connect(self.estimate_time)
+        time_row.addWidget(self.estimate_button)
+        estimate_layout.addLayout(time_row)
+        sl.addWidget(estimate)
         self.command_card, command_layout = _card("")
         head = QHBoxLayout()
         head.addWidget(label("Command", "SectionTitle"))
@@ -534,6 +561,7 @@ class TrainPage(QWidget):
         self._token += 1
         if config is None:  # no command for a config that does not validate
             self.command_view.set_text_keep("# the command appears once the configuration is valid")
+            self._render_memory(None)
         self._render_check(pending=config is not None)
         if config is not None:
             self._check_timer.start()
@@ -566,6 +594,7 @@ class TrainPage(QWidget):
                 batch_plan,
                 check_launch,
                 check_pipeline,
+                memory_problems,
                 processes_per_machine,
                 uses_gpu,
             )
@@ -581,6 +610,7 @@ class TrainPage(QWidget):
             preview = command_preview(config, env, home=home, run_id=run_id, devices=devices)
             suggestion: int | None = None
             notes: list[str] = []
+            memory: Any = None
             if not problems and not isinstance(config, PipelineConfig):
                 measured = self._measure(config)
                 if isinstance(measured, str):
@@ -589,6 +619,9 @@ class TrainPage(QWidget):
                     refusals, notes = measured.problems(config.max_length)  # type: ignore[attr-defined]
                     problems = [*problems, *(f"{config.stage}.{r}" for r in refusals)]
                     suggestion = measured.suggested_max_length()
+                memory = self._memory(config, env, measured)
+                if memory is not None:
+                    problems = [*problems, *memory_problems(memory, prefix=config.stage)]
             plan_text = ""
             if first is not None:
                 launch = first.launch
@@ -607,12 +640,12 @@ class TrainPage(QWidget):
                     plan_text = ""
             if notes:
                 plan_text = " · ".join([plan_text, *notes]) if plan_text else " · ".join(notes)
-            return problems, preview, plan_text, suggestion
+            return problems, preview, plan_text, suggestion, memory
 
-        def done(result: tuple[list[str], str, str, int | None]) -> None:
+        def done(result: tuple[list[str], str, str, int | None, Any]) -> None:
             if token != self._token:
                 return
-            problems, preview, plan_text, suggestion = result
+            problems, preview, plan_text, suggestion, memory = result
             if suggestion is not None and self._follow_suggestion(suggestion):
                 return  # the form changed: validated and checked again
             self._checked_token = token
@@ -626,6 +659,7 @@ class TrainPage(QWidget):
             del other
             self.command_view.set_text_keep(preview)
             self._render_check(pending=False, plan=plan_text)
+            self._render_memory(memory)
 
         def fail(exc: BaseException) -> None:
             if token == self._token:
@@ -661,6 +695,110 @@ class TrainPage(QWidget):
             except MeasureError as exc:
                 return str(exc)
         return self._measured[key]
+
+    def _model_folder(self, config: Any) -> Path | None:
+        """The local folder of the config's model, or None (a hub id, no store, unknown)."""
+        from core.train.runs import resolve_model
+
+        store = self.ctx.store
+        if store is None or not getattr(config, "model", None):
+            return None
+        try:
+            folder, _name = resolve_model(store, str(config.model), field="model")
+        except Exception:
+            return None
+        return Path(folder) if Path(folder).is_dir() else None
+
+    def _memory(self, config: Any, env: Environment, measured: Any) -> Any:
+        """The memory estimate (MemoryEstimate) of a stage config, or None where the model is
+        not a local folder. Runs in the job worker: reads the model's config.json."""
+        from core.train.estimate import EstimateError
+        from core.train.launch_checks import stage_memory
+        from core.train.measure import RowLengths
+
+        folder = self._model_folder(config)
+        if folder is None:
+            return None
+        lengths = measured if isinstance(measured, RowLengths) else None
+        try:
+            return stage_memory(config, env, folder, lengths=lengths)
+        except EstimateError:
+            return None
+
+    def _render_memory(self, memory: Any) -> None:
+        """The Estimate card: the total against what the machine has, and the parts."""
+        self.memory = memory
+        if memory is None:
+            text = (
+                "Memory: estimated per stage, for a model in a local folder"
+                if self.mode == "pipeline" or self.config is not None
+                else "Memory: once the configuration is valid"
+            )
+            self.memory_text.setText(_html(text))
+            return
+        from core.train.estimate import gib
+
+        color = theme.color("text-muted" if memory.fits else "danger")
+        parts = " · ".join(f"{name} {gib(size)}" for name, size in memory.parts.items())
+        self.memory_text.setText(
+            f"<span style='color:{color}'>Memory: {_html(memory.summary())}</span><br>"
+            f"<span style='color:{theme.color('text-faint')}'>{_html(parts)} GiB "
+            f"({memory.rows} × {memory.sequence} tokens, {memory.dtype})</span>"
+        )
+        if self._timed is not None and self._timed != self._config_key():
+            self.time_text.setText("Time: the configuration changed since the last warm-up")
+
+    def _config_key(self) -> str | None:
+        config = self.config
+        return None if config is None else json.dumps(config.model_dump(mode="json"))
+
+    def estimate_time(self) -> None:
+        """Run the stage for a few steps in a training child (a job; the window stays live)
+        and show the time per step and for the whole run."""
+        from core.train.config import PipelineConfig
+
+        config, env = self.config, self.env
+        if config is None or env is None or self._timing:
+            return
+        if isinstance(config, PipelineConfig):
+            self.time_text.setText("Time: estimated per stage (open a stage's tab)")
+            return
+        key = self._config_key()
+        self._timing = True
+        self.estimate_button.setEnabled(False)
+        self.time_text.setText("Time: running a few training steps…")
+
+        def work() -> Any:
+            from core.train.estimate import warmup
+
+            folder = self._model_folder(config)
+            if folder is None:
+                raise ValueError("the model is not a local folder: nothing to warm up")
+            return warmup(config.model_copy(update={"model": str(folder)}), env, steps=3)
+
+        def done(result: Any) -> None:
+            from core.durations import format_duration
+            from core.train.estimate import gib
+
+            self._timing = False
+            self._timed = key
+            self.estimate_button.setEnabled(True)
+            whole = (
+                f", ~{format_duration(result.run_s)} for {result.total_steps} steps"
+                if result.run_s is not None
+                else " (the run's steps are known once the stage loads its data)"
+            )
+            self.time_text.setText(
+                f"Time: {result.step_s:.1f} s per step{whole} (measured over {result.steps} "
+                f"steps; peak {gib(result.peak_rss_bytes)} GiB)"
+            )
+
+        def fail(exc: BaseException) -> None:
+            self._timing = False
+            self.estimate_button.setEnabled(True)
+            self.time_text.setText(f"Time: {exc}")
+
+        self.ctx.jobs.run(work, on_done=done, on_error=fail, label="Estimating training time")
 
     def _follow_suggestion(self, suggestion: int) -> bool:
         """Set the SFT form's max_length to the data's longest row (rounded up) while the
