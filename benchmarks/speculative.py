@@ -3,6 +3,12 @@ Not a test.
 
     python benchmarks/speculative.py --model FOLDER [--spec ngram:4] [--rounds 3]
         [--max-tokens 128] [--out spec.json]
+    python benchmarks/speculative.py --model FOLDER --engine transformers --spec ngram:4
+
+`--engine transformers`: `transformers serve` has no server-wide setting, but a request may
+carry a `generation_config` JSON that `generate()` takes; `{"prompt_lookup_num_tokens": N}`
+there is transformers' prompt lookup decoding. One server, the same requests with and without
+it; no acceptance (the server counts none), only the decode rates.
 
 Two servers of the same model through the product's own `ManagedServer` (the command line
 `core.serving.engines.build_launch` makes here): one plain, one with `--spec`. Both stay up;
@@ -91,19 +97,28 @@ def machine() -> dict[str, Any]:
     }
 
 
-async def one(server: Any, prompt: list[dict[str, str]], max_tokens: int) -> dict[str, Any]:
+async def one(
+    server: Any,
+    prompt: list[dict[str, str]],
+    max_tokens: int,
+    extra_body: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     from core.serving import GenerationOptions, OpenAIChatClient
     from core.serving.metrics import spec_decode_counts
 
-    before = await asyncio.to_thread(server.metrics_text)
+    vllm = server.config.engine == "vllm"
+    before = await asyncio.to_thread(server.metrics_text) if vllm else ""
     client = OpenAIChatClient(
-        server.base_url, server.model_id, options=GenerationOptions(max_tokens=max_tokens)
+        server.base_url,
+        server.model_id,
+        options=GenerationOptions(max_tokens=max_tokens),
+        extra_body=extra_body,
     )
     try:
         reply = await client.complete(prompt)
     finally:
         await client.aclose()
-    after = await asyncio.to_thread(server.metrics_text)
+    after = await asyncio.to_thread(server.metrics_text) if vllm else ""
     t = reply.timing
     tokens = t.output_tokens or 0
     decode = None
@@ -122,34 +137,38 @@ async def one(server: Any, prompt: list[dict[str, str]], max_tokens: int) -> dic
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per prompt and overall: acceptance, median decode rate each way, the ratio."""
+    """Per prompt and overall: acceptance, median decode rate and e2e per server, and the
+    ratios against `spec` (decode: spec / other; e2e: other / spec; > 1 means spec is faster)."""
 
     def block(selected: list[dict[str, Any]]) -> dict[str, Any]:
-        base = [r["decode_tok_s"] for r in selected if r["server"] == "base" and r["decode_tok_s"]]
-        spec = [r["decode_tok_s"] for r in selected if r["server"] == "spec" and r["decode_tok_s"]]
+        names = sorted({r["server"] for r in selected})
+        decode = {
+            n: [r["decode_tok_s"] for r in selected if r["server"] == n and r["decode_tok_s"]]
+            for n in names
+        }
+        e2e = {n: [r["e2e_s"] for r in selected if r["server"] == n] for n in names}
         accepted = sum(r["spec"]["accepted_tokens"] for r in selected if r["spec"])
         proposed = sum(r["spec"]["draft_tokens"] for r in selected if r["spec"])
         drafts = sum(r["spec"]["drafts"] for r in selected if r["spec"])
-        base_e2e = [r["e2e_s"] for r in selected if r["server"] == "base"]
-        spec_e2e = [r["e2e_s"] for r in selected if r["server"] == "spec"]
         out: dict[str, Any] = {
-            "requests_each": len(base),
+            "requests_each": len(e2e.get("spec", [])),
             "acceptance": accepted / proposed if proposed else None,
             "accepted_per_draft": accepted / drafts if drafts else None,
             "accepted_tokens": accepted,
             "draft_tokens": proposed,
-            "decode_tok_s_base_median": median(base) if base else None,
-            "decode_tok_s_spec_median": median(spec) if spec else None,
-            "e2e_s_base_median": median(base_e2e) if base_e2e else None,
-            "e2e_s_spec_median": median(spec_e2e) if spec_e2e else None,
         }
-        if base and spec:
-            out["decode_speedup"] = median(spec) / median(base)
-            out["e2e_speedup"] = median(base_e2e) / median(spec_e2e)
+        for n in names:
+            out[f"decode_tok_s_{n}_median"] = median(decode[n]) if decode[n] else None
+            out[f"e2e_s_{n}_median"] = median(e2e[n]) if e2e[n] else None
+        for n in names:
+            if n == "spec" or not decode[n] or not decode.get("spec"):
+                continue
+            out[f"decode_speedup_vs_{n}"] = median(decode["spec"]) / median(decode[n])
+            out[f"e2e_speedup_vs_{n}"] = median(e2e[n]) / median(e2e["spec"])
         return out
 
-    names = sorted({r["prompt"] for r in rows})
-    summary = {name: block([r for r in rows if r["prompt"] == name]) for name in names}
+    prompts = sorted({r["prompt"] for r in rows})
+    summary = {name: block([r for r in rows if r["prompt"] == name]) for name in prompts}
     summary["all"] = block(rows)
     return summary
 
@@ -159,37 +178,59 @@ async def bench(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
     from core.serving.engines import parse_speculative, speculative_config_json
 
     method, tokens = parse_speculative(args.spec)
-    configs = {
-        "base": EngineConfig("vllm", kv_cache_gib=args.kv_gib),
-        "spec": EngineConfig(
-            "vllm",
-            kv_cache_gib=args.kv_gib,
-            speculative=method,
-            speculative_tokens=4 if tokens is None else tokens,
-            draft_model=args.draft_model,
-        ),
-    }
-    servers = {
+    tokens = 4 if tokens is None else tokens
+    extra: dict[str, dict[str, Any] | None] = {"base": None, "sync": None, "spec": None}
+    if args.engine == "transformers":
+        if method != "ngram":
+            raise SystemExit("transformers serve: only ngram (prompt lookup) is measured here")
+        configs = {"base": EngineConfig("transformers")}
+        extra["spec"] = {"generation_config": json.dumps({"prompt_lookup_num_tokens": tokens})}
+        spec_setting = extra["spec"]
+    else:
+        configs = {
+            "base": EngineConfig("vllm", kv_cache_gib=args.kv_gib),
+            # vLLM turns async scheduling off for n-gram drafting ("Async scheduling not
+            # supported with ngram-based speculative decoding"): this control differs from the
+            # speculative server in drafting alone
+            "sync": EngineConfig(
+                "vllm", kv_cache_gib=args.kv_gib, extra_args=["--no-async-scheduling"]
+            ),
+            "spec": EngineConfig(
+                "vllm",
+                kv_cache_gib=args.kv_gib,
+                speculative=method,
+                speculative_tokens=tokens,
+                draft_model=args.draft_model,
+            ),
+        }
+        spec_setting = json.loads(speculative_config_json(configs["spec"]))
+    started = {
         name: ManagedServer(config, args.model, served_name="m", log_dir=logs / name)
         for name, config in configs.items()
+    }
+    servers = {
+        name: started.get(name, started["base"])
+        for name in ("base", "sync", "spec")
+        if name in started or name == "spec"
     }
     starts: dict[str, float] = {}
     rows: list[dict[str, Any]] = []
     load_before = machine()
     try:
-        for name, server in servers.items():
+        for name, server in started.items():
             t0 = time.monotonic()
             server.start()
             starts[name] = round(time.monotonic() - t0, 1)
             print(f"{name} up in {starts[name]} s", file=sys.stderr)
-        for server in servers.values():  # warm-up: one unmeasured request each
-            await one(server, PROMPTS["free"], 8)
+        for name, server in servers.items():  # warm-up: one unmeasured request each
+            await one(server, PROMPTS["free"], 8, extra[name])
         for r in range(args.rounds):
-            order = ["base", "spec"] if r % 2 == 0 else ["spec", "base"]
+            names = list(servers)
+            order = names if r % 2 == 0 else names[::-1]
             for prompt_name, prompt in PROMPTS.items():
                 for name in order:
                     time.sleep(args.pause)
-                    row = await one(servers[name], prompt, args.max_tokens)
+                    row = await one(servers[name], prompt, args.max_tokens, extra[name])
                     row.update(round=r, prompt=prompt_name, server=name)
                     rows.append(row)
                     spec = row["spec"]
@@ -204,22 +245,31 @@ async def bench(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
                         file=sys.stderr,
                     )
     finally:
-        for server in servers.values():
+        for server in started.values():
             server.stop()
     texts: dict[tuple[int, str], dict[str, str]] = {}
     for row in rows:
         texts.setdefault((row["round"], row["prompt"]), {})[row["server"]] = row["text"]
     same = [t.get("base") == t.get("spec") for t in texts.values()]
+    same_sync = [t.get("sync") == t.get("spec") for t in texts.values() if "sync" in t]
     return {
         "command": " ".join(["python", *sys.argv]),
+        "engine": args.engine,
         "spec": args.spec,
-        "speculative_config": speculative_config_json(configs["spec"]),
+        "speculative_setting": spec_setting,
         "max_tokens": args.max_tokens,
         "rounds": args.rounds,
         "start_s": starts,
         "machine_before": load_before,
         "machine_after": machine(),
         "same_text_share": sum(same) / len(same) if same else None,
+        "same_text_share_sync_spec": sum(same_sync) / len(same_sync) if same_sync else None,
+        "texts_round0": {
+            f"{prompt}/{server}": text[:300]
+            for (r, prompt), by_server in texts.items()
+            if r == 0
+            for server, text in by_server.items()
+        },
         "summary": summarise(rows),
         "rows": [{k: v for k, v in r.items() if k != "text"} for r in rows],
     }
@@ -228,6 +278,7 @@ async def bench(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="Model folder (the demo model's).")
+    parser.add_argument("--engine", default="vllm", choices=("vllm", "transformers"))
     parser.add_argument("--spec", default="ngram:4", help="METHOD[:N], as hat serve takes it.")
     parser.add_argument("--draft-model", default=None, help="Draft model for --spec draft.")
     parser.add_argument("--rounds", type=int, default=4)
@@ -243,7 +294,8 @@ def main() -> None:
         args.out.write_text(text + "\n", encoding="utf-8")
     print(json.dumps({"summary": report["summary"], "start_s": report["start_s"]}, indent=2))
     print(
-        f"same text with and without: {report['same_text_share']}; "
+        f"same text with and without: {report['same_text_share']} "
+        f"(sync control: {report['same_text_share_sync_spec']}); "
         f"load before {report['machine_before']['loadavg_1_5_15']}, "
         f"after {report['machine_after']['loadavg_1_5_15']}"
     )
