@@ -101,7 +101,9 @@ def test_serving_under_another_harness_says_so_and_names_the_gate(
     assert harness_warning(card, trained["trained"]) is None
     line = harness_warning(card, trained["edited"]) or ""
     assert f"hat eval impact --from {trained['trained'][:10]} --to {trained['edited'][:10]}" in line
-    assert trained_harness_warning("hat", trained["edited"]) == line
+    assert trained_harness_warning("hat", trained["edited"]) == (
+        f"{line} (the gate has not measured it yet)"
+    )
     assert trained_harness_warning("smol", trained["edited"]) is None  # nothing trained
     assert trained_harness_warning("not-registered", trained["edited"]) is None
 
@@ -118,3 +120,33 @@ def test_hat_models_card_writes_readme_beside_the_weights(trained: dict[str, str
     assert printed.exit_code == 0 and "not recorded" in printed.output
     missing = runner.invoke(app, ["models", "card", "nope"])
     assert missing.exit_code == 1 and "nope" in missing.output
+
+
+def test_the_gate_verdict_joins_the_warning_once_both_sides_were_evaluated(
+    trained: dict[str, str],
+) -> None:
+    """Chat's and Evaluate's notice: the warning alone until the model was evaluated under
+    both versions with the same request; then the gate's paired pass-rate difference and its
+    verdict. The model under the edited harness is played by the oracle fixed on the trained
+    version (it keeps the names it learned: what a fine-tuned model does), so the edit's
+    renames cost it items."""
+    from core.eval.card import gate_verdict, harness_notice
+
+    with Store.open() as store:
+        first = harness_notice(store, "hat", trained["edited"]) or ""
+        assert first.endswith("(the gate has not measured it yet)")
+        for version, fixed in ((trained["trained"], None), (trained["edited"], trained["trained"])):
+            request = EvalRequest(model="hat", suites=[Suite.LS_QA], harness=version, limit=8)
+            run_eval(store, request, client_factory=oracle_factory(store, fixed))
+        verdict = gate_verdict(store, model_card(store, "hat"), trained["edited"])
+        assert verdict is not None and verdict.paired == 8 and verdict.suites == ["ls-qa"]
+        assert verdict.pass_from == 1.0 and verdict.pass_to < 1.0
+        low, high = verdict.pass_delta_ci
+        assert verdict.verdict == (
+            "worse beyond noise" if high < 0 else "no difference beyond noise"
+        )
+        notice = harness_notice(store, "hat", trained["edited"]) or ""
+        assert notice.startswith(first.removesuffix(" (the gate has not measured it yet)"))
+        assert verdict.line() in notice and "100.0 % under" in notice
+        assert harness_notice(store, "hat", trained["trained"]) is None
+        assert gate_verdict(store, model_card(store, "hat"), trained["trained"]) is None

@@ -975,3 +975,46 @@ def test_model_picker_facts_say_size_precision_and_origin(demo_model_folder: Pat
     assert model_origin(adapter) == "adapter on mine"
     gguf = dataclasses.replace(record, source="gguf", meta={"gguf": "/x/SmolLM2-Q8_0.gguf"})
     assert model_origin(gguf) == "GGUF SmolLM2-Q8_0.gguf, dequantised"
+
+
+def test_a_model_served_under_another_harness_shows_the_cards_notice(
+    qapp: Any, hat_home: Path
+) -> None:
+    """The lane whose model was trained on one harness version and chats under another shows
+    the model card's warning, naming the impact gate (core/eval/card.py); under the version it
+    was trained on, none. The server is a real HTTP endpoint that only lists the model (the
+    notice reads the store, not the model)."""
+    import yaml
+
+    from core.store.serving import ModelRecord, add_model
+    from core.store.training import RunRecord, add_run
+    from tests.studio_helpers import wait_until
+
+    one, two = _commit_versions(hat_home)
+    with Store.open(hat_home / "hat.db") as store:
+        config = yaml.safe_dump({"model": "smol", "max_steps": 2})
+        add_run(store, RunRecord(id="sft-1", stage="sft", status="done", config=config,
+                                 run_dir=str(hat_home), harness_version=one))  # fmt: skip
+        add_model(store, ModelRecord(name="smol", kind="base", source="folder",
+                                     location=str(hat_home)))  # fmt: skip
+        add_model(store, ModelRecord(name="chat-hat", kind="adapter", source="training",
+                                     location=str(hat_home), base="smol",
+                                     meta={"run": "sft-1"}))  # fmt: skip
+    server = _ModelList("chat-hat")
+    win, page = _open(hat_home)
+    try:
+        column = page.columns["A"]
+        page.set_harness("A", two)
+        wait_until(lambda: "A" in page.lanes and two[:10] in page.lanes["A"].harness_label)
+        page.attach(server.url)
+        wait_until(lambda: page.servers["A"].state == "running")
+        wait_until(lambda: column.notice.isVisibleTo(column))
+        text = column.notice.text()
+        assert f"trained on harness version {one[:10]}, not on {two[:10]}" in text
+        assert f"hat eval impact --from {one[:10]} --to {two[:10]}" in text
+        assert "the gate has not measured it yet" in text
+        page.set_harness("A", one)
+        wait_until(lambda: not column.notice.isVisibleTo(column))
+    finally:
+        _shut(win)
+        server.close()

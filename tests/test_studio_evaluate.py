@@ -173,6 +173,52 @@ def test_your_tasks_run_a_task_file_on_its_own_harness(studio) -> None:  # type:
     assert stored.total == len(tests) and stored.passed == len(tests)
 
 
+def test_a_model_picked_under_another_harness_shows_the_cards_notice(studio) -> None:  # type: ignore[no-untyped-def]
+    """Evaluate warns, as Chat does, when the chosen adapter was trained on another harness
+    version than the one chosen for the run, naming the impact gate; under its own version,
+    nothing."""
+    import yaml
+
+    from core.harness.folder import import_folder
+    from core.store.serving import ModelRecord, add_model
+    from core.store.training import RunRecord, add_run
+
+    root = Path(__file__).parents[1] / "resources"
+    store = studio.ctx.store
+    one = store.commit(import_folder(root / "demo/live-host"), "trained on").id
+    two = store.commit(import_folder(root / "experiment/live-host-edited"), "an edit").id
+    config = yaml.safe_dump({"model": "smol"})
+    record = RunRecord(
+        id="sft-1", stage="sft", status="done", run_dir=str(root), config=config,
+        harness_version=one,
+    )  # fmt: skip
+    add_run(store, record)
+    add_model(store, ModelRecord(name="smol", kind="base", source="folder", location=str(root)))
+    adapter = ModelRecord(
+        name="smol-hat", kind="adapter", source="training", location=str(root), base="smol",
+        meta={"run": "sft-1"},
+    )  # fmt: skip
+    add_model(store, adapter)
+    page = evaluate_page(studio)
+    page.show_tab("run")
+    run = page.run
+    studio.ctx.harness_name = "live-host"
+    run.load_choices()
+    wait_until(lambda: run.version.findData(two) >= 0 and run.picker.model.findData("smol") >= 0)
+
+    def pick(version: str) -> bool:  # again until a late reload of the choices is over
+        run.picker.select_model("smol-hat")
+        run.version.setCurrentIndex(run.version.findData(version))
+        return (
+            run.picker.adapter.currentData() == "smol-hat" and run.version.currentData() == version
+        )
+
+    wait_until(lambda: pick(two) and run.trained_notice.isVisibleTo(run))
+    assert f"smol-hat was trained on harness version {one[:10]}" in run.trained_notice.text()
+    assert f"--to {two[:10]}" in run.trained_notice.text()
+    wait_until(lambda: pick(one) and not run.trained_notice.isVisibleTo(run))
+
+
 def test_hv_of_your_tasks_runs_a_task_file_under_heldout_variants(studio) -> None:  # type: ignore[no-untyped-def]
     """Harness-Variant QA of a user's own task file from the Evaluate page: the support desk
     fixture (Python tools, a refund that writes) stored as a version; the oracle plays each

@@ -68,17 +68,14 @@ def load_harness_version(spec: str | None, *, trust: bool = False) -> tuple[Harn
 
 def trained_harness_warning(model: str | None, version: str | None) -> str | None:
     """The model card's warning when `model` was trained on another harness version than the
-    one it is about to serve (core/eval/card.py); None when it was not, or nothing is known."""
-    from core.eval.card import harness_warning, model_card
-    from core.models import RegistryError
+    one it is about to serve, with the impact gate's verdict on that difference when it was
+    measured (core/eval/card.py `harness_notice`); None when it was not, or nothing is known."""
+    from core.eval.card import harness_notice
 
     if model is None:
         return None
-    try:
-        with open_store() as store:
-            return harness_warning(model_card(store, model), version)
-    except RegistryError:
-        return None
+    with open_store() as store:
+        return harness_notice(store, model, version)
 
 
 def _print_step(step: Step) -> None:

@@ -11,7 +11,13 @@ Face model-card convention (YAML front matter: base_model, library_name, tags), 
 
 `harness_warning` is the check Chat and serving make: a model served under a harness version
 other than the one it was trained on says so, and names the impact gate that measures what
-the difference does (`hat eval impact --from TRAINED --to SERVED`).
+the difference does (`hat eval impact --from TRAINED --to SERVED`). `gate_verdict` reads what
+that gate found, when both sides were evaluated already: the newest pair of finished runs of
+the model under the trained and the served version with the same request fingerprint, paired
+item by item as the gate pairs them (core/eval/impact.py `compare_runs`), and says whether
+the served harness is worse or better beyond noise (the 95 % interval of the pass-rate
+difference excludes zero) or not measurably different. `harness_notice` is the two together,
+the line Chat, Evaluate and `hat chat` show.
 """
 
 from __future__ import annotations
@@ -21,13 +27,14 @@ from typing import Any
 
 import yaml
 
+from core.eval.impact import compare_runs
 from core.eval.report import build_report
 from core.eval.results import Suite
 from core.eval.store import list_runs as list_eval_runs
 from core.eval.store import load_results
 from core.eval.types import RunStatus
 from core.models.grouping import merge_source
-from core.models.registry import get
+from core.models.registry import RegistryError, get
 from core.store import Store
 from core.store.serving import list_models
 from core.store.training import RunRecord, find_run, list_runs
@@ -234,3 +241,96 @@ def harness_warning(card: ModelCard, served_version: str | None) -> str | None:
         f"{served_version[:10]}: measure the difference with "
         f"hat eval impact --from {trained[-1][:10]} --to {served_version[:10]}"
     )
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """What the impact gate measured between the trained and the served harness version."""
+
+    trained: str
+    served: str
+    suites: list[str]
+    paired: int
+    pass_from: float
+    pass_to: float
+    pass_delta: float
+    pass_delta_ci: tuple[float, float]
+    from_run: str
+    to_run: str
+
+    @property
+    def verdict(self) -> str:
+        low, high = self.pass_delta_ci
+        if high < 0:
+            return "worse beyond noise"
+        if low > 0:
+            return "better beyond noise"
+        return "no difference beyond noise"
+
+    def line(self) -> str:
+        low, high = self.pass_delta_ci
+        return (
+            f"impact gate ({', '.join(self.suites)}, {self.paired} paired items): pass rate "
+            f"{_pct(self.pass_from)} under {self.trained[:10]} → {_pct(self.pass_to)} under "
+            f"{self.served[:10]}, {100 * self.pass_delta:+.1f} points "
+            f"[{100 * low:+.1f}, {100 * high:+.1f}]: {self.verdict}"
+        )
+
+
+def gate_verdict(store: Store, card: ModelCard, served_version: str) -> GateVerdict | None:
+    """The gate's reading of trained → served from stored runs (module doc); None when the
+    model has no finished run under both versions with the same request."""
+    trained = card.harness_versions
+    if not trained or served_version in trained:
+        return None
+    runs = [
+        run
+        for run in list_eval_runs(store)
+        if card.name in (run.model, run.adapter) and run.status is RunStatus.DONE
+    ]
+    agent = {s for s in Suite if s is not Suite.IFEVAL}
+    befores = {
+        run.fingerprint: run for run in runs if run.harness_version == trained[-1]
+    }  # the newest run of each fingerprint (list_runs is oldest first)
+    for after in reversed(runs):
+        if after.harness_version != served_version:
+            continue
+        before = befores.get(after.fingerprint)
+        if before is None:
+            continue
+        suites = set(before.suites) & set(after.suites) & agent
+        if not suites:
+            continue
+        report = compare_runs(store, before, after, [], suites)
+        if not report.paired:
+            continue
+        return GateVerdict(
+            trained=trained[-1],
+            served=served_version,
+            suites=[s.value for s in report.suites],
+            paired=report.paired,
+            pass_from=report.pass_from,
+            pass_to=report.pass_to,
+            pass_delta=report.pass_delta,
+            pass_delta_ci=report.pass_delta_ci,
+            from_run=before.id,
+            to_run=after.id,
+        )
+    return None
+
+
+def harness_notice(store: Store, name: str, served_version: str | None) -> str | None:
+    """`harness_warning` and, when the gate has measured that difference, its verdict (else
+    a note that it has not). None when `name` is served under a harness it was trained on,
+    when nothing is known of its training, or when nothing by that name is registered."""
+    try:
+        card = model_card(store, name)
+    except RegistryError:
+        return None
+    warning = harness_warning(card, served_version)
+    if warning is None or served_version is None:
+        return warning
+    verdict = gate_verdict(store, card, served_version)
+    if verdict is None:
+        return f"{warning} (the gate has not measured it yet)"
+    return f"{warning}. Measured: {verdict.line()}"

@@ -263,6 +263,10 @@ class ChatColumn(QFrame):
         self.status = label("", "ColumnMeta")
         hl.addWidget(self.status)
         lay.addWidget(header)
+        self.notice = label("", "HarnessNotice", wrap=True)
+        self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.notice.hide()
+        lay.addWidget(self.notice)
 
         self.scroll = QScrollArea()
         self.scroll.setObjectName("ChatScroll")
@@ -306,6 +310,12 @@ class ChatColumn(QFrame):
     def set_header(self, title: str, meta: str) -> None:
         self.title.setText(title)
         self.meta.setText(meta)
+
+    def set_notice(self, text: str | None) -> None:
+        """The model card's harness notice (served under a harness it was not trained on,
+        and what the impact gate measured of that); None hides it."""
+        self.notice.setText(text or "")
+        self.notice.setVisible(bool(text))
 
     def set_status(self, text: str) -> None:
         self.status.setText(text)

@@ -51,7 +51,7 @@ from PySide6.QtWidgets import (
 )
 
 from studio import theme
-from studio.context import StudioContext
+from studio.context import StoreChange, StudioContext
 from studio.logic.chat_queue import ChatJob, ChatQueue, LaneState, lane_problem
 from studio.logic.chat_server import Endpoint, ServerProblem
 from studio.pages.chat.column import ChatColumn, TurnView
@@ -77,6 +77,7 @@ class ChatPage(QWidget):
         self.harness_refs: dict[str, str] = {}
         """The version picked for each lane (maybe still loading)."""
         self.lane_refs: dict[str, str] = {}
+        self._notice_for: dict[str, tuple[str | None, str | None]] = {}
         """The version each lane runs now."""
         self.presets: list[Any] = []
         self.replay: Any = None
@@ -117,6 +118,7 @@ class ChatPage(QWidget):
         ctx.opened.connect(self._on_opened)
         ctx.versionsChanged.connect(self._load_harnesses)
         ctx.modelsChanged.connect(self._reload_models)
+        ctx.storeChanged.connect(self._recheck_notices)
         if ctx.store is not None:
             self._on_opened()
         app = QApplication.instance()
@@ -497,6 +499,44 @@ class ChatPage(QWidget):
                 title = "Starting the model server…"
             meta = lane.harness_label if lane is not None else "loading harness…"
             column.set_header(title, meta)
+            model = endpoint.model if endpoint is not None else None
+            self._check_harness_notice(key, model, self.lane_refs.get(key) if lane else None)
+
+    def _recheck_notices(self, changes: StoreChange) -> None:
+        """A finished evaluation or a new model can change a lane's notice (the gate's
+        verdict needs runs under both versions): read them again."""
+        if changes & (StoreChange.RESULTS | StoreChange.MODELS | StoreChange.VERSIONS):
+            self._notice_for.clear()
+            self._refresh_headers()
+
+    def _check_harness_notice(self, key: str, model: str | None, version: str | None) -> None:
+        """Show on lane `key` whether `model` was trained on another harness version than
+        `version` and what the impact gate measured of it (core/eval/card.py), read in a
+        worker; asked again only when the pair changes."""
+        wanted = (model, version)
+        if self._notice_for.get(key) == wanted:
+            return
+        self._notice_for[key] = wanted
+        column = self.columns[key]
+        if model is None or not version or self.ctx.store is None:
+            column.set_notice(None)
+            return
+
+        def shown(text: str | None) -> None:
+            if self._notice_for.get(key) == wanted:  # not a stale answer
+                column.set_notice(text)
+
+        def read(store: Any) -> str | None:
+            from core.eval.card import harness_notice
+
+            return harness_notice(store, model, version)
+
+        self.ctx.run_store(
+            read,
+            on_done=shown,
+            on_error=lambda _e: None,  # a card that cannot be read is no warning
+            label="Reading the model card",
+        )
 
     # ------------------------------------------------------------------ presets
 

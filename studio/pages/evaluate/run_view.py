@@ -110,7 +110,7 @@ class ModelPicker(QWidget):
     def _model_changed(self) -> None:
         c = self.choice()
         adapters = c.adapters if c is not None else ()
-        fill_combo(self.adapter, [("", "none")] + [(a, a) for a in adapters], keep=False)
+        fill_combo(self.adapter, [("", "none")] + [(a, a) for a in adapters])
         self.adapter_field.setEnabled(bool(adapters))
         self.model_field.aside.setText(c.detail if c is not None else "")
         self.changed.emit()
@@ -135,6 +135,10 @@ class RunView(JobView):
         fl.addWidget(label("Model", "SectionTitle"))
         self.picker = ModelPicker()
         fl.addWidget(self.picker)
+        self.trained_notice = label("", "HarnessNotice", wrap=True)
+        self.trained_notice.hide()
+        fl.addWidget(self.trained_notice)
+        self._notice_for: tuple[str, str] | None = None
         self.fixed_on = elastic_combo()
         self.fixed_field = Field("Fixed on", self.fixed_on)
         self.fixed_field.aside.setText("calls tools and skills by this version's names")
@@ -293,6 +297,7 @@ class RunView(JobView):
         ctx.opened.connect(self.load_choices)
         ctx.versionsChanged.connect(self.load_choices)
         ctx.modelsChanged.connect(self.load_choices)
+        ctx.storeChanged.connect(self._recheck_notice)
         # the studio's current model and Chat's running server are the defaults here
         self._offered_url = ""
         self._server_picked = False
@@ -380,9 +385,44 @@ class RunView(JobView):
         self.variants.setEnabled(any(self.suite_buttons[k].isChecked() for k in HV_SUITE_KEYS))
         self.command.setText(self.launch().command())
         self._size_timer.start()
+        self._check_notice()
         self.url_field.set_error(None)
         self.task_file_field.set_error(None)
         self.suites_error.hide()
+
+    def _recheck_notice(self, changes: StoreChange) -> None:
+        """A finished evaluation can bring the gate's verdict: read the notice again."""
+        if changes & (StoreChange.RESULTS | StoreChange.MODELS):
+            self._notice_for = None
+            self._check_notice()
+
+    def _check_notice(self) -> None:
+        """Whether the chosen model was trained on another harness version than the one
+        chosen, and what the impact gate measured of it (core/eval/card.py), read in a
+        worker when the pair changes."""
+        choice = self.picker.choice()
+        adapter = self.picker.adapter.currentData() or ""
+        name = adapter or (choice.key if choice is not None and self.picker.kind == "model" else "")
+        version = self.version.currentData() or ""
+        wanted = (name, version)
+        if wanted == self._notice_for:
+            return
+        self._notice_for = wanted
+        if not name or not version:
+            self.trained_notice.hide()
+            return
+
+        def read(store: Any) -> str | None:
+            from core.eval.card import harness_notice
+
+            return harness_notice(store, name, version)
+
+        def shown(text: str | None) -> None:
+            if self._notice_for == wanted:
+                self.trained_notice.setText(text or "")
+                self.trained_notice.setVisible(bool(text))
+
+        self.ctx.run_store(read, on_done=shown, on_error=lambda _e: None, label="Model card")
 
     # ------------------------------------------------------------------ running
 
