@@ -28,16 +28,39 @@ if [ $# -gt 0 ]; then echo "== pytest $*"; python -m pytest "$@"; exit; fi
 # The whole suite: the GUI modules each in a pytest process of their own (every GUI test
 # opens and destroys real windows; a Qt process that has made hundreds of them, next to
 # servers and training children, segfaulted in CI inside Qt's event loop — a crash no run of
-# a GUI module on its own has shown), the rest in one process.
-echo "== pytest (all but the GUI modules)"
+# a GUI module on its own has shown), the rest in one process. The GUI modules run beside the
+# rest, one after another: much of either side waits on servers and child processes starting,
+# so on 2 cores the two together take less than the sum (docs/benchmarks.md "CI footprint").
+# HAT_CI_SERIAL=1 runs them after the rest instead. The GUI log is printed when both are done.
 status=0
-python -m pytest --ignore-glob='tests/test_studio_*.py' || status=$?
-# The GUI processes import the demo model once between them (the import itself is tested above).
+# The GUI processes import the demo model once between them (the import itself is tested in
+# the other process).
 HAT_TEST_MODEL_CACHE="$(mktemp -d)"
 export HAT_TEST_MODEL_CACHE
-for module in tests/test_studio_*.py; do
-  echo "== pytest $module"
-  python -m pytest "$module" || status=$?
-done
+gui_modules() {
+  local gui_status=0 module
+  for module in tests/test_studio_*.py; do
+    echo "== pytest $module (started $(date -u +%H:%M:%S))"
+    python -m pytest "$module" || gui_status=$?
+  done
+  return "$gui_status"
+}
+gui_log="$(mktemp)"
+if [ "${HAT_CI_SERIAL:-0}" = 1 ]; then
+  echo "== pytest (all but the GUI modules)"
+  python -m pytest --ignore-glob='tests/test_studio_*.py' || status=$?
+  gui_modules || status=$?
+else
+  gui_modules > "$gui_log" 2>&1 &
+  gui_pid=$!
+  echo "== pytest (all but the GUI modules; the GUI modules beside it, their log follows)"
+  start=$SECONDS
+  python -m pytest --ignore-glob='tests/test_studio_*.py' || status=$?
+  echo "== the rest took $((SECONDS - start)) s; waiting for the GUI modules"
+  wait "$gui_pid" || status=$?
+  echo "== GUI modules done $((SECONDS - start)) s after the start"
+  cat "$gui_log"
+fi
+rm -f "$gui_log"
 disk_free "after the tests"
 exit "$status"
