@@ -163,6 +163,12 @@ def test_hat_train_refuses_a_run_that_does_not_fit(hat_home: Path, tmp_path: Pat
     assert result.exit_code == 1, result.output
     assert "memory: needs ~" in result.output.replace("\n", " ")
     assert "GiB free" in result.output and "Traceback" not in result.output
+    pipeline = tmp_path / "hat.yaml"
+    pipeline.write_text(yaml.safe_dump({"model": BASE, "sft": {"data": [str(data)],
+                                        "max_length": 120_000, "max_steps": 1}}))  # fmt: skip
+    refused = runner.invoke(app, ["train", "pipeline", "--config", str(pipeline)])
+    assert refused.exit_code == 1, refused.output
+    assert "pipeline.sft.memory: needs ~" in refused.output.replace("\n", " ")
     with Store.open() as store:
         assert list_runs(store) == []  # refused before a run folder or row exists
     estimate = runner.invoke(app, ["train", "estimate", "sft", "--config", str(config),

@@ -314,6 +314,8 @@ def pipeline_cmd(
     if problems:
         _print_problems(problems)
         raise typer.Exit(1)
+    if not show_command:
+        _pipeline_memory(pipeline, env)
     if show_command:
         from core.train.config import resolved_stages
 
@@ -343,6 +345,24 @@ def pipeline_cmd(
                 _print_problems(exc.lines())
                 raise typer.Exit(1) from None
         _end(run)
+
+
+def _pipeline_memory(pipeline: PipelineConfig, env: Environment) -> None:
+    """Each stage's memory check (core/train/launch_checks.py `check_memory`) before the
+    pipeline starts: a stage that cannot fit is refused now, not after the ones before it."""
+    from core.train.config import resolved_stages
+    from core.train.launch_checks import check_memory
+
+    problems: list[str] = []
+    with open_store() as store:
+        for stage in resolved_stages(pipeline):
+            try:
+                check_memory(store, stage, env)
+            except ConfigError as exc:
+                problems += [f"pipeline.{stage.stage}.{line}" for line in exc.lines()]
+    if problems:
+        _print_problems(problems)
+        raise typer.Exit(1)
 
 
 def _detach_pipeline(pipeline: PipelineConfig, env: Environment, parallel: bool) -> None:

@@ -333,12 +333,15 @@ def check_memory(
 ) -> MemoryEstimate | None:
     """The launch's memory check: ConfigError ("memory: needs ~X GiB of RAM; this machine has
     Y GiB free ...") when the estimate exceeds what the machine has free; the estimate, or None
-    where the model is not a local folder (a hub id) or its config cannot be read."""
+    where the model is unknown, not a local folder (a hub id) or its config cannot be read."""
     from core.train.runs import resolve_model  # heavy: sqlalchemy, alembic
 
     if not config.model:
         return None
-    folder, _name = resolve_model(store, config.model, field="model")
+    try:
+        folder, _name = resolve_model(store, config.model, field="model")
+    except ConfigError:
+        return None  # an unknown model: the launch's own checks name it
     if not Path(folder).is_dir():
         return None
     if lengths is None and isinstance(config, SftConfig) and config.data:
