@@ -188,15 +188,19 @@ async def bench(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
         spec_setting = extra["spec"]
     else:
         configs = {
-            "base": EngineConfig("vllm", kv_cache_gib=args.kv_gib),
+            "base": EngineConfig("vllm", dtype=args.dtype, kv_cache_gib=args.kv_gib),
             # vLLM turns async scheduling off for n-gram drafting ("Async scheduling not
             # supported with ngram-based speculative decoding"): this control differs from the
             # speculative server in drafting alone
             "sync": EngineConfig(
-                "vllm", kv_cache_gib=args.kv_gib, extra_args=["--no-async-scheduling"]
+                "vllm",
+                dtype=args.dtype,
+                kv_cache_gib=args.kv_gib,
+                extra_args=["--no-async-scheduling"],
             ),
             "spec": EngineConfig(
                 "vllm",
+                dtype=args.dtype,
                 kv_cache_gib=args.kv_gib,
                 speculative=method,
                 speculative_tokens=tokens,
@@ -204,6 +208,8 @@ async def bench(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
             ),
         }
         spec_setting = json.loads(speculative_config_json(configs["spec"]))
+        if not args.sync_control:
+            del configs["sync"]
     started = {
         name: ManagedServer(config, args.model, served_name="m", log_dir=logs / name)
         for name, config in configs.items()
@@ -259,6 +265,7 @@ async def bench(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
         "speculative_setting": spec_setting,
         "max_tokens": args.max_tokens,
         "rounds": args.rounds,
+        "dtype": args.dtype,
         "start_s": starts,
         "machine_before": load_before,
         "machine_after": machine(),
@@ -285,6 +292,13 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--pause", type=float, default=1.0, help="Seconds between requests.")
     parser.add_argument("--kv-gib", type=float, default=1.0)
+    parser.add_argument("--dtype", default=None, help="vLLM dtype (default: the product's).")
+    parser.add_argument(
+        "--sync-control",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="Also serve a plain server without async scheduling (as the speculative one).",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="spec-bench-") as tmp:

