@@ -142,6 +142,7 @@ def test_the_gate_verdict_joins_the_warning_once_both_sides_were_evaluated(
         assert verdict is not None and verdict.paired == 8 and verdict.suites == ["ls-qa"]
         assert verdict.pass_from == 1.0 and verdict.pass_to < 1.0
         low, high = verdict.pass_delta_ci
+        assert low <= verdict.pass_delta <= high < 1
         assert verdict.verdict == (
             "worse beyond noise" if high < 0 else "no difference beyond noise"
         )
