@@ -659,6 +659,12 @@ def test_the_memory_estimate_follows_length_and_batch_and_refuses_a_run_that_wil
         assert page.memory_text.text() != text
         cut = estimate_for(short, 2)
         assert cut.parts["activations"] < batch.parts["activations"]
+        # the time: a few real steps in a training child, the window live meanwhile
+        page.estimate_button.click()
+        assert not page.estimate_button.isEnabled() and "running" in page.time_text.text()
+        wait_until(page.estimate_button.isEnabled, timeout=300)
+        timed = page.time_text.text()
+        assert re.search(r"Time: [\d.]+ s per step, ~.+ for 1 step \(measured over 3 steps", timed)
         # a run that cannot fit: refused under Start, with the numbers
         huge = hat_home / "long.jsonl"
         messages = [

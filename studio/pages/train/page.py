@@ -784,7 +784,8 @@ class TrainPage(QWidget):
             self._timed = key
             self.estimate_button.setEnabled(True)
             whole = (
-                f", ~{format_duration(result.run_s)} for {result.total_steps} steps"
+                f", ~{format_duration(result.run_s)} for {result.total_steps} "
+                f"step{'s' if result.total_steps != 1 else ''}"
                 if result.run_s is not None
                 else " (the run's steps are known once the stage loads its data)"
             )
