@@ -21,6 +21,7 @@ from studio.workspace import OpenedStore, open_store
 
 if TYPE_CHECKING:
     from core.store import Store
+    from studio.logic.chat_server import ChatServer
 
 
 class StoreChange(Flag):
@@ -42,6 +43,8 @@ class StoreChange(Flag):
     """Generated data rows (a dataset file written or extended)."""
     RESULTS = auto()
     """Evaluation runs and their results."""
+    SERVING = auto()
+    """What a model server answers with (a promotion or a rollback, core/serving/promote.py)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,9 @@ class StudioContext(QObject):
         self.session = EditSession(self)
         self.created_demo = False
         self.servers: dict[str, ServerStatus] = {}
+        self.chat_servers: dict[str, ChatServer] = {}
+        """The Chat page's server of each card (by slot), for pages that act on a running
+        server: the Runs page promotes a trained adapter onto it."""
         self.current_model = str(settings.value("current/model", "") or "")
         """The registered model the pages start from (Chat's server card, Evaluate's model);
         "" until one is picked or trained. Shown in the status bar."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from core.runtime.trace import Step
     from core.serving.chat import ChatSession
     from core.serving.server import ManagedServer
+    from core.store import Store
 
 app = typer.Typer(help="Chat with the served model through the agent loop.")
 
@@ -92,7 +94,40 @@ def _print_step(step: Step) -> None:
         console.print(f"  [dim]· tool {esc(step.name)}: {esc(status)}[/dim]")
 
 
-async def _repl(chat: ChatSession, server: ManagedServer | None) -> None:
+def live_follower(
+    store: Store, chat: ChatSession, default_id: str, default_model: str
+) -> Callable[[], str | None]:
+    """What runs before each turn: point the chat's client at what is live on its server now
+    (a promoted adapter's served name while the server lists it, else `default_id`,
+    core/serving/promote.py `follow_live`); returns a line to print when that changed."""
+    from core.serving.client import OpenAIChatClient
+    from core.serving.promote import describe, follow_live
+
+    last = [default_id]
+
+    def follow() -> str | None:
+        client = chat.client
+        base_url = getattr(client, "base_url", None)
+        if not isinstance(client, OpenAIChatClient) or base_url is None:
+            return None
+        now = follow_live(store, base_url, default_id)
+        client.model = now.model_id
+        chat.model = now.record.model if now.record is not None else default_model
+        if now.model_id == last[0]:
+            return None
+        last[0] = now.model_id
+        if now.record is None:
+            return f"now answering: {now.model_id} (what the server was started with)"
+        return f"now answering: {describe(now.record)}"
+
+    return follow
+
+
+async def _repl(
+    chat: ChatSession,
+    server: ManagedServer | None,
+    follow: Callable[[], str | None] | None = None,
+) -> None:
     console.print(f"[dim]{HELP}[/dim]")
     while True:
         try:
@@ -139,6 +174,10 @@ async def _repl(chat: ChatSession, server: ManagedServer | None) -> None:
 
         from core.serving.latency import latency_line
 
+        if follow is not None:  # a promotion since the last turn: name the live model
+            note = await asyncio.to_thread(follow)
+            if note is not None:
+                console.print(f"[dim]{esc(note)}[/dim]", soft_wrap=True)
         trace = await chat.ask(message, on_delta=on_delta, on_event=_print_step)
         if trace.ok:
             reply = esc(trace.final_reply, multiline=True)
@@ -224,8 +263,9 @@ def chat(
                         engine=engine if url is None else None,
                         model=model or mid,
                     )
+                    follow = live_follower(store, session, mid, model or mid)
                     try:
-                        await _repl(session, server)
+                        await _repl(session, server, follow)
                     finally:
                         await client.aclose()
 

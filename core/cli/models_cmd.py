@@ -7,6 +7,9 @@ hat models import-gguf smol model.Q4_K_M.gguf
 hat models add-adapter sft-1 runs/7/adapter --base my-base
 hat models list
 hat models remove smol                       (imported folders are deleted too)
+hat models promote sft-1 --server 8000       onto a running vLLM server, no restart
+hat models rollback --server 8000            what was live before answers again
+hat models live                              what each server answers with, since when
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from core.cli.common import cell, console, esc, fail, open_store
+from core.cli.common import cell, console, err_console, esc, fail, open_store
 from core.store.serving import ModelRecord
 
 if TYPE_CHECKING:
@@ -253,6 +256,104 @@ def remove_cmd(
     console.print(
         f"removed {esc(record.name)}" + (f" and deleted {esc(record.location)}" if deleted else "")
     )
+
+
+ServerOpt = Annotated[
+    str,
+    typer.Option(
+        "--server",
+        help="The running server: its OpenAI base URL (http://127.0.0.1:8000/v1), host:port, "
+        "or a port on 127.0.0.1.",
+    ),
+]
+
+
+def _phase(text: str) -> None:
+    err_console.print(f"{text}…", markup=False)
+
+
+@app.command("promote")
+def promote_cmd(
+    name: Annotated[str, typer.Argument(help="A registered adapter, or the run that trained it.")],
+    server: ServerOpt,
+) -> None:
+    """Make a trained adapter live on a running vLLM server, without a restart.
+
+    It is loaded under its own name and must answer a health prompt before it becomes live;
+    until then, and when anything fails, what was live keeps serving. The previous model stays
+    loaded for `hat models rollback`. The server needs runtime LoRA (hat serve --engine vllm
+    --runtime-lora); an adapter of another base model is refused."""
+    from core.serving.promote import PromoteError, describe, probe_target, promote
+
+    with open_store() as store:
+        try:
+            done = promote(store, probe_target(server), name, on_phase=_phase)
+        except PromoteError as exc:
+            fail(str(exc))
+    console.print(esc(done.message), soft_wrap=True)
+    console.print(f"live: {esc(describe(done.live))}", soft_wrap=True)
+    console.print(f"back: hat models rollback --server {esc(done.base_url)}", soft_wrap=True)
+
+
+@app.command("rollback")
+def rollback_cmd(server: ServerOpt) -> None:
+    """Make what was live before the current promotion answer again (it must answer the
+    health prompt first); a second rollback goes one step further back."""
+    from core.serving.promote import PromoteError, describe, probe_target, rollback
+
+    with open_store() as store:
+        try:
+            done = rollback(store, probe_target(server), on_phase=_phase)
+        except PromoteError as exc:
+            fail(str(exc))
+    console.print(esc(done.message), soft_wrap=True)
+    console.print(f"live: {esc(describe(done.live))}", soft_wrap=True)
+
+
+@app.command("live")
+def live_cmd(
+    server: Annotated[
+        str | None,
+        typer.Option("--server", help="One server's history (default: every server's now)."),
+    ] = None,
+) -> None:
+    """What each server answers with (the store's live record): the model, the id requests
+    name, since when, from which run, and how it became live; with --server, its history."""
+    from core.serving.promote import PromoteError, listed_models, server_url
+    from core.store.live import live_history, live_servers
+
+    try:
+        url = server_url(server) if server is not None else None
+    except PromoteError as exc:
+        fail(str(exc))
+    with open_store() as store:
+        rows = live_history(store, url) if url is not None else live_servers(store)
+    if not rows:
+        where = f" on {url}" if url else ""
+        console.print(f"nothing promoted{where} yet; try: hat models promote NAME --server URL")
+        return
+    table = Table(box=None, header_style="bold")
+    for column in ("server", "live", "model id", "since", "run", "how"):
+        table.add_column(column)
+    for i, r in enumerate(rows):
+        since = r.since.astimezone().strftime("%Y-%m-%d %H:%M:%S") if r.since else "-"
+        how = r.action + (" (now)" if url is not None and i == 0 else "")
+        table.add_row(
+            cell(r.server), cell(r.model), cell(r.served_name), since, cell(r.run or "-"), how
+        )
+    console.print(table)
+    if url is not None:
+        try:
+            listed = listed_models(url, timeout_s=3.0)
+        except PromoteError as exc:
+            console.print(f"(the server does not answer: {esc(exc)})", soft_wrap=True)
+            return
+        if rows[0].served_name not in listed:
+            console.print(
+                f"(the server no longer lists {esc(rows[0].served_name)}: it restarted since, "
+                "and serves what it was started with)",
+                soft_wrap=True,
+            )
 
 
 @app.command("card")

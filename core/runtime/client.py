@@ -42,6 +42,9 @@ class ModelReply:
     tool_calls: list[ToolCall] = field(default_factory=list)
     timing: CallTiming = field(default_factory=CallTiming)
     finish_reason: str | None = None
+    model: str | None = None
+    """The model id the server named as the one that answered (a promoted adapter's served
+    name on vLLM); None when it did not say."""
 
 
 class ModelError(Exception):

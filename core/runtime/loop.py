@@ -307,6 +307,7 @@ class _Request:
                 tool_calls=calls,
                 parse_errors=errors,
                 finish_reason=reply.finish_reason,
+                model=reply.model,
                 timing=ModelTiming(
                     ttft_s=timing.ttft_s,
                     e2e_s=timing.e2e_s,

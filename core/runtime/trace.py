@@ -61,6 +61,9 @@ class ModelCallStep(_Step):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     parse_errors: list[str] = Field(default_factory=list)
     finish_reason: str | None = None
+    model: str | None = Field(
+        default=None, description="The model id the server named as the one that answered."
+    )
     timing: ModelTiming = Field(default_factory=ModelTiming)
     wall_s: float = Field(default=0.0, description="Wall time of the call as the loop saw it.")
     error: str | None = Field(default=None, description="Why the call failed (ModelError).")

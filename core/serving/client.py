@@ -291,6 +291,7 @@ class _Call:
         self.chunks = 0
         self.output_chunks = 0
         self.finish_reason: str | None = None
+        self.model: str | None = None
         self.prompt_tokens: int | None = None
         self.completion_tokens: int | None = None
         self.tools: dict[int, dict[str, str]] = {}
@@ -306,6 +307,8 @@ class _Call:
 
     def feed(self, chunk: Any) -> None:
         self.chunks += 1
+        if self.model is None and getattr(chunk, "model", None):
+            self.model = str(chunk.model)
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self.prompt_tokens = usage.prompt_tokens
@@ -353,7 +356,11 @@ class _Call:
         )
         calls = [self._tool_call(i, slot) for i, slot in sorted(self.tools.items())]
         return ModelReply(
-            content=content, tool_calls=calls, timing=timing, finish_reason=self.finish_reason
+            content=content,
+            tool_calls=calls,
+            timing=timing,
+            finish_reason=self.finish_reason,
+            model=self.model,
         )
 
     def _tool_text(self) -> str:

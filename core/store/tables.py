@@ -311,3 +311,33 @@ class EvalResultRow(Base):
     grades: Mapped[dict[str, Any]] = mapped_column(JSON)
     trace: Mapped[bytes | None]
     created_at: Mapped[datetime]
+
+
+# ----------------------------------------------------------------------------- live models
+#
+# * ``live_models``: what each model server answers with, as promotions changed it
+#   (``core.serving.promote``): one row per change, newest last; a server's newest row is what
+#   is live there. ``server`` is the server's OpenAI base URL; ``model`` the registered name
+#   of what answers (an adapter's, or the base's own), ``adapter`` the promoted adapter (None:
+#   the base itself), ``served_name`` the model id requests name, ``run`` the training run the
+#   adapter came from; ``action`` says how it became live (serving: what the server served
+#   before the first promotion; promote; rollback), and ``previous_pk`` the row a rollback
+#   from this one returns to.
+
+
+class LiveModel(Base):
+    __tablename__ = "live_models"
+    __table_args__ = (Index("ix_live_models_server_pk", "server", "pk"),)
+
+    pk: Mapped[int] = mapped_column(primary_key=True)
+    server: Mapped[str] = mapped_column(Text)
+    engine: Mapped[str | None] = mapped_column(String(32))
+    base_model: Mapped[str] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(Text)
+    adapter: Mapped[str | None] = mapped_column(Text)
+    served_name: Mapped[str] = mapped_column(Text)
+    run: Mapped[str | None] = mapped_column(Text)
+    action: Mapped[str] = mapped_column(String(16))
+    previous_pk: Mapped[int | None] = mapped_column(ForeignKey("live_models.pk"))
+    note: Mapped[str | None] = mapped_column(Text)
+    since: Mapped[datetime]

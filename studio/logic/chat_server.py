@@ -126,6 +126,17 @@ def model_choices(store: Store) -> ModelChoices:
     return ModelChoices(grouped.models, grouped.adapters, grouped.copies)
 
 
+def has_adapters(store: Store, model: str | None) -> bool:
+    """Whether adapters are registered on `model` (or it is one): a vLLM server for it starts
+    with runtime LoRA, so that promoting one of them (the Runs page) needs no restart. A base
+    without adapters starts without it (not every architecture vLLM serves takes LoRA)."""
+    records = list_models(store)
+    named = next((r for r in records if r.name == model), None)
+    if named is not None and named.kind == "adapter":
+        return True
+    return any(r.kind == "adapter" and r.base == model for r in records)
+
+
 # ----------------------------------------------------------------------------- problems
 
 
@@ -192,6 +203,9 @@ class ChatServer:
         self.phase = ""
         """What a start is doing before the server's own start-up (merging an adapter for
         an engine that cannot load one); "" otherwise. Read by the UI's timer."""
+        self.swapping = threading.Event()
+        """Set while a promotion restarts the server (studio.logic.promotion): its exit then
+        is no crash."""
 
     # ------------------------------------------------------------------ state
 
@@ -237,6 +251,10 @@ class ChatServer:
                     python=request.python,
                     speculative=method,
                     speculative_tokens=SPECULATIVE_TOKENS if tokens is None else tokens,
+                    # promoting a trained adapter onto it loads without a restart
+                    runtime_lora=request.engine == "vllm"
+                    and method is None
+                    and has_adapters(store, request.model),
                 )
                 server = server_for(
                     store,
@@ -393,6 +411,8 @@ class ChatServer:
         """The problem when a server this chat started has exited on its own, else None."""
         server = self.server
         if server is None or server.process is None or self._stopping.is_set():
+            return None
+        if self.swapping.is_set():
             return None
         code = server.process.poll()
         if code is None:

@@ -1,6 +1,10 @@
 """The model-server card of the chat page: engine, model (+ adapter) or URL, start / stop, status,
 and — when something goes wrong — what happened, the server's last log lines and a restart.
 
+What is live on a running server (a trained adapter promoted from the Runs page or with `hat
+models promote`, studio.logic.promotion): the model, since when, from which run, and Roll back;
+the card's endpoint follows it, so the next chat turn names the live model.
+
 All server work (`studio.logic.chat_server.ChatServer`: start and health wait, stop, restart,
 attaching to a URL) runs in worker jobs; the card shows `starting` with the elapsed time
 meanwhile. A timer checks every `POLL_MS` whether a server this card started has exited on its
@@ -36,6 +40,7 @@ from studio.logic.chat_server import (
     problem_from_exception,
 )
 from studio.logic.model_labels import model_facts, model_tooltip
+from studio.logic.promotion import LiveView, live_view, rollback_on
 from studio.logic.servers import ServerStatus
 from studio.widgets.common import Banner, Segmented, button, label, repolish
 
@@ -64,6 +69,7 @@ class ServerPanel(QFrame):
         self.slot = slot
         self.setObjectName("Card")
         self.server = ChatServer(log_dir=ctx.home / "logs" / "servers")
+        ctx.chat_servers[slot] = self.server
         self.state = "stopped"
         self.problem: ServerProblem | None = None
         self.choices = ModelChoices()
@@ -164,6 +170,19 @@ class ServerPanel(QFrame):
         self.endpoint_line.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.endpoint_line.hide()
         lay.addWidget(self.endpoint_line)
+        live = QHBoxLayout()
+        live.setSpacing(6)
+        self.live_line = label("", "Faint", wrap=True)
+        self.live_line.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        live.addWidget(self.live_line, 1)
+        self.rollback_button = button(
+            "Roll back", "rollback", "", "Make what was live before the last promotion answer again"
+        )
+        live.addWidget(self.rollback_button, 0, Qt.AlignmentFlag.AlignTop)
+        lay.addLayout(live)
+        self.live_line.hide()
+        self.rollback_button.hide()
+        self._shown_endpoint: Endpoint | None = None
 
         self.banner = Banner()
         lay.addWidget(self.banner)
@@ -195,6 +214,8 @@ class ServerPanel(QFrame):
         self.stop_button.clicked.connect(self.stop)
         self.restart_button.clicked.connect(self.restart)
         self.add_demo.clicked.connect(self._add_demo)
+        self.rollback_button.clicked.connect(self.rollback)
+        ctx.storeChanged.connect(self._store_changed)
         self._tick = QTimer(self)
         self._tick.setInterval(1000)
         self._tick.timeout.connect(self._show_elapsed)
@@ -428,11 +449,79 @@ class ServerPanel(QFrame):
         self.banner.hide()
         self._show_log("")
         self._set_state("running")
+        self._show_endpoint(endpoint)
+        self.endpointChanged.emit(endpoint)
+        self.refresh_live()
+
+    def _show_endpoint(self, endpoint: Endpoint) -> None:
+        self._shown_endpoint = endpoint
         engine = ENGINE_TITLES.get(endpoint.engine or "", "")
         where = f"{engine} started here" if endpoint.managed else "attached"
         self.endpoint_line.setText(f"{endpoint.label} at {endpoint.base_url}  ·  {where}")
         self.endpoint_line.setToolTip(f"model id {endpoint.model_id}")
-        self.endpointChanged.emit(endpoint)
+
+    # ------------------------------------------------------------------ live model
+
+    def _store_changed(self, changes: StoreChange) -> None:
+        if changes & StoreChange.SERVING:
+            self.refresh_live()
+
+    def showEvent(self, event: Any) -> None:
+        super().showEvent(event)
+        self.refresh_live()  # a promotion from the command line meanwhile
+
+    def refresh_live(self) -> None:
+        """Read what is live on the running server (the store's record) and follow it."""
+        if self.state != "running" or self.ctx.store is None:
+            self._show_live(None)
+            return
+        token = self._token
+        self.ctx.run_store(
+            live_view,
+            self.server,
+            on_done=lambda view: self._live_read(token, view),
+            on_error=lambda _exc: None,  # the record is a nicety; chat works without it
+            label="Reading what the server answers with",
+        )
+
+    def _live_read(self, token: int, view: LiveView) -> None:
+        if token != self._token or self.state != "running":
+            return
+        self._show_live(view)
+        endpoint = view.endpoint
+        if endpoint is not None and endpoint != self._shown_endpoint:
+            self._show_endpoint(endpoint)
+            self._set_state("running")  # the status bar names the live model
+            self.endpointChanged.emit(endpoint)
+
+    def _show_live(self, view: LiveView | None) -> None:
+        text = view.text if view is not None else ""
+        self.live_line.setText(text)
+        self.live_line.setToolTip(view.tooltip if view is not None else "")
+        self.live_line.setVisible(bool(text))
+        self.rollback_button.setVisible(bool(text))
+        self.rollback_button.setEnabled(bool(view is not None and view.can_roll_back))
+
+    def rollback(self) -> None:
+        """Make what was live before the last promotion answer again (in a worker)."""
+        self.rollback_button.setEnabled(False)
+
+        def done(result: Any) -> None:
+            self.banner.show_message("success", result.message)
+            self.refresh_live()
+
+        def failed(exc: BaseException) -> None:
+            self.banner.show_message("error", f"Not rolled back. {exc}")
+            self.refresh_live()
+
+        self.ctx.run_store(
+            rollback_on,
+            self.server,
+            changes=StoreChange.SERVING,
+            on_done=done,
+            on_error=failed,
+            label="Rolling back the promoted model",
+        )
 
     def _start_failed(self, token: int, exc: BaseException, engine: str) -> None:
         if token != self._token:
@@ -507,6 +596,8 @@ class ServerPanel(QFrame):
         else:
             self._poll.stop()
         self.endpoint_line.setVisible(state == "running")
+        if state != "running":
+            self._show_live(None)
         if self._log_is_live():  # the log can be opened while the server starts and runs
             self.log_toggle.show()
             if self.log_toggle.isChecked():

@@ -6,12 +6,19 @@ live for a running run, replayed from its event stream for an ended one. When th
 opens, runs the store still marks running are settled first (`core.train.monitor.
 attach_runs`): alive ones are followed again, vanished ones show as failed with the reason
 and offer Resume. Nothing is deleted here; the history stays in the store and run folders.
+
+A finished run's adapter can be promoted onto the Chat page's running model server (Promote to
+the running server; studio.logic.promotion, core/serving/promote.py): vLLM loads it without a
+restart and it becomes live once it answered a health prompt, transformers serve is restarted
+with it (the banner says so); Roll back makes what was live before answer again. The Chat
+page's server card shows what is live, since when and from which run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
@@ -27,10 +34,11 @@ from PySide6.QtWidgets import (
 )
 
 from studio import theme
-from studio.context import StudioContext
+from studio.context import StoreChange, StudioContext
+from studio.logic.promotion import promote_on, rollback_on, run_adapter
 from studio.pages.train.monitor import STAGE_NAMES, RunMonitor
 from studio.run_hub import run_hub
-from studio.widgets.common import PageHeader, button, label
+from studio.widgets.common import Banner, PageHeader, button, label
 
 if TYPE_CHECKING:
     from core.store.training import RunRecord
@@ -82,10 +90,22 @@ class RunsPage(QWidget):
         self.header.add(self.count)
         self.refresh_button = button("Refresh", "history", "", "Read the runs from the store")
         self.header.add(self.refresh_button)
+        self.promote_button = button(
+            "Promote to the running server", "play", "", "Serve this run's adapter now"
+        )
+        self.header.add(self.promote_button)
+        self.rollback_button = button(
+            "Roll back", "rollback", "", "Make what was live before the last promotion answer again"
+        )
+        self.header.add(self.rollback_button)
         lay.addWidget(self.header)
+        self.banner = Banner()
+        self._promoting = False
 
         body = QVBoxLayout()
         body.setContentsMargins(24, 14, 24, 16)
+        body.setSpacing(10)
+        body.addWidget(self.banner)
         split = QSplitter(Qt.Orientation.Vertical)
         frame = QFrame()
         frame.setObjectName("ListFrame")
@@ -121,6 +141,9 @@ class RunsPage(QWidget):
 
         self.tree.currentItemChanged.connect(self._current_changed)
         self.refresh_button.clicked.connect(self.hub.refresh)
+        self.promote_button.clicked.connect(self.promote)
+        self.rollback_button.clicked.connect(self.rollback)
+        ctx.serversChanged.connect(self._update_actions)
         self.hub.runsChanged.connect(self.reload)
         self.hub.updated.connect(self._run_updated)
         self._clock = QTimer(self)
@@ -130,6 +153,7 @@ class RunsPage(QWidget):
         theme.bind(self, lambda _w: self._recolor())
         if self.hub.attached:
             self.reload()
+        self._update_actions()
 
     # ------------------------------------------------------------------ list
 
@@ -140,6 +164,7 @@ class RunsPage(QWidget):
             for run in runs:  # same runs: update the rows in place (selection, scroll kept)
                 self._fill(self.items[run.id], run)
             self._count(runs)
+            self._update_actions()  # a run that just finished registered its adapter
             return
         self._order = [r.id for r in runs]
         self.tree.blockSignals(True)
@@ -237,3 +262,90 @@ class RunsPage(QWidget):
     def _current_changed(self, item: QTreeWidgetItem | None, _old: object) -> None:
         run_id = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
         self.monitor.show_run(run_id)
+        self._update_actions()
+
+    # ------------------------------------------------------------------ promotion
+
+    def selected_adapter(self) -> str | None:
+        """The registered adapter of the selected (finished) run, or None."""
+        run_id = self.monitor.run_id
+        run = next((r for r in self.hub.runs if r.id == run_id), None)
+        if run is None:
+            return None
+        stages = [r for r in reversed(self.hub.runs) if r.parent == run.id]
+        return run_adapter(run, stages)
+
+    def _server_slot(self) -> str | None:
+        """The Chat page's first card with a running server."""
+        for slot, status in sorted(self.ctx.servers.items()):
+            if status.state == "running" and slot in self.ctx.chat_servers:
+                return slot
+        return None
+
+    def _update_actions(self) -> None:
+        adapter = self.selected_adapter()
+        slot = self._server_slot()
+        status = self.ctx.servers.get(slot) if slot is not None else None
+        ready = adapter is not None and status is not None and not self._promoting
+        self.promote_button.setEnabled(ready)
+        self.rollback_button.setEnabled(status is not None and not self._promoting)
+        if status is None:
+            why = "Start a model server on the Chat page first (vLLM loads adapters as it runs)"
+        elif adapter is None:
+            why = "The selected run registered no adapter (a finished training run does)"
+        else:
+            why = (
+                f"Load {adapter} into {status.label} at {status.url} and make it live once it "
+                "answers a health prompt (transformers serve is restarted with it)"
+            )
+        self.promote_button.setToolTip(why)
+        self.rollback_button.setToolTip(
+            "Make what was live on the Chat page's server before the last promotion answer again"
+            if status is not None
+            else "No model server is running on the Chat page"
+        )
+
+    def _act(self, work: Callable[..., Any], verb: str, label_text: str) -> None:
+        """Run `work(store, chat_server)` in a worker; the banner says what happened."""
+        slot = self._server_slot()
+        if slot is None:
+            self.banner.show_message("warning", "No model server is running on the Chat page.")
+            return
+        server = self.ctx.chat_servers[slot]
+        self._promoting = True
+        self._update_actions()
+        self.banner.show_message("info", f"{label_text}…", closable=False)
+
+        def done(result: Any) -> None:
+            self._promoting = False
+            self.banner.show_message("success", result.message)
+            self._update_actions()
+
+        def failed(exc: BaseException) -> None:
+            self._promoting = False
+            self.banner.show_message("error", f"Not {verb}. {exc}")
+            self._update_actions()
+
+        self.ctx.run_store(
+            work,
+            server,
+            changes=StoreChange.SERVING,
+            on_done=done,
+            on_error=failed,
+            label=label_text,
+        )
+
+    def promote(self) -> None:
+        """Promote the selected run's adapter onto the Chat page's running server."""
+        adapter = self.selected_adapter()
+        if adapter is None:
+            return
+        self._act(
+            lambda store, server: promote_on(store, server, adapter),
+            "promoted",
+            f"Promoting {adapter}",
+        )
+
+    def rollback(self) -> None:
+        """Make what was live before the last promotion on that server answer again."""
+        self._act(rollback_on, "rolled back", "Rolling back")
