@@ -67,7 +67,9 @@ def trained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
                                      meta={"run": "rl-1", "stage": "rl"}))  # fmt: skip
         add_model(store, ModelRecord(name="hat-merged", kind="merged", source="training",
                                      location=str(merged), base="smol"))  # fmt: skip
-        request = EvalRequest(model="hat", suites=[Suite.LS_QA, Suite.HV_QA], limit=2, variants=1)
+        request = EvalRequest(
+            model="hat", suites=[Suite.LS_QA, Suite.HV_QA], limit=2, variants=1, harness=trained_on
+        )
         run_eval(store, request, client_factory=oracle_factory(store))
     return {"trained": trained_on, "edited": edited, "merged": str(merged)}
 
@@ -114,8 +116,8 @@ def test_hat_models_card_writes_readme_beside_the_weights(trained: dict[str, str
     readme = Path(trained["merged"]) / "README.md"
     text = readme.read_text()
     assert text.startswith("---\nbase_model: smol")
-    assert f"live-host@{trained['trained'][:10]}" in text  # the trained version, by its name
-    assert f"`live-host@{trained['edited'][:10]}`" in text  # the version the scores ran on
+    # the trained version by its name, in the harness section and as the scores' version
+    assert text.count(f"live-host@{trained['trained'][:10]}") == 3
     printed = runner.invoke(app, ["models", "card", "smol"])
     assert printed.exit_code == 0 and "not recorded" in printed.output
     missing = runner.invoke(app, ["models", "card", "nope"])
@@ -150,4 +152,31 @@ def test_the_gate_verdict_joins_the_warning_once_both_sides_were_evaluated(
         assert notice.startswith(first.removesuffix(" (the gate has not measured it yet)"))
         assert verdict.line() in notice and "100.0 % under" in notice
         assert harness_notice(store, "hat", trained["trained"]) is None
+        # the card keeps a row per harness version, the trained one first: the edit's newer
+        # run does not hide the score under the harness the model learned
+        rows = [(s.suite, s.harness_version, s.passed) for s in model_card(store, "hat").scores]
+        ls = [r for r in rows if r[0] == "ls-qa"]
+        assert ls[0] == ("ls-qa", trained["trained"], 1.0)
+        assert ("ls-qa", trained["edited"], verdict.pass_to) in ls
         assert gate_verdict(store, model_card(store, "hat"), trained["trained"]) is None
+
+
+def test_a_task_file_run_under_an_edit_pairs_with_the_one_under_the_original() -> None:
+    """The replication's edit run names the version the task file was written in
+    (`task_file_harness`); the run under that version leaves it empty. Same items, same names:
+    the gate pairs them. Another limit is another request."""
+    from types import SimpleNamespace
+
+    from core.eval.card import _same_items
+
+    base = {"model": "m", "suites": [Suite.TASKS], "task_file": "/t/tasks.jsonl", "limit": 5}
+
+    def run(version: str, **fields: object) -> SimpleNamespace:
+        request = EvalRequest(**{**base, **fields}, harness=version)  # type: ignore[arg-type]
+        return SimpleNamespace(request=request, harness_version=version,
+                               fingerprint=request.fingerprint())  # fmt: skip
+
+    original, edit, other = run("A"), run("B", task_file_harness="A"), run("A", limit=6)
+    assert _same_items(original) == _same_items(edit)  # type: ignore[arg-type]
+    assert _same_items(original) != _same_items(other)  # type: ignore[arg-type]
+    assert original.request.fingerprint() != edit.request.fingerprint()  # why it is needed

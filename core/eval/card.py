@@ -32,7 +32,7 @@ from core.eval.report import build_report
 from core.eval.results import Suite
 from core.eval.store import list_runs as list_eval_runs
 from core.eval.store import load_results
-from core.eval.types import RunStatus
+from core.eval.types import EvalRun, RunStatus
 from core.models.grouping import merge_source
 from core.models.registry import RegistryError, get
 from core.store import Store
@@ -84,10 +84,27 @@ class ModelCard:
 
     @property
     def variant_gap(self) -> float | None:
-        """LS-QA minus HV-QA pass rate: what the harness variants cost the model."""
-        by = {s.suite: s.passed for s in self.scores}
-        ls, hv = by.get(Suite.LS_QA.value), by.get(Suite.HV_QA.value)
-        return None if ls is None or hv is None else ls - hv
+        """LS-QA minus HV-QA pass rate under the harness the model was trained on (a task
+        file's own suites where the live room's were not run): what the variants cost it."""
+        trained = self.harness_versions[-1] if self.harness_versions else None
+        by = {
+            s.suite: s.passed
+            for s in self.scores
+            if trained is None or s.harness_version in (trained, None)
+        }
+        for ls_suite, hv_suite in ((Suite.LS_QA, Suite.HV_QA), (Suite.TASKS, Suite.HV_TASKS)):
+            ls, hv = by.get(ls_suite.value), by.get(hv_suite.value)
+            if ls is not None and hv is not None:
+                return ls - hv
+        return None
+
+    @property
+    def gap_suites(self) -> str:
+        """The two suites `variant_gap` compares, as the card names them."""
+        names = {s.suite for s in self.scores}
+        if {Suite.LS_QA.value, Suite.HV_QA.value} <= names:
+            return "LS-QA minus HV-QA"
+        return "task file's test split minus its held-out variants"
 
 
 _SETTINGS = (
@@ -134,25 +151,29 @@ def _lineage(store: Store, run_id: str | None) -> list[RunRecord]:
     return stages[:upto] or [run]
 
 
-def _scores(store: Store, names: list[str]) -> list[ScoreLine]:
-    """The newest finished run of each suite, of the model under any of its names."""
-    newest: dict[str, tuple[Any, Any]] = {}
+def _scores(store: Store, names: list[str], trained: str | None) -> list[ScoreLine]:
+    """The newest finished run of each suite under each harness version, of the model under
+    any of its names; the trained harness's rows first (an edit's run is a row of its own,
+    it does not hide the score under the harness the model learned)."""
+    newest: dict[tuple[str, str | None], tuple[Any, Any]] = {}
     for name in names:
         for run in list_eval_runs(store, model=name):
             if run.status is not RunStatus.DONE:
                 continue
             for suite in run.request.suites:
                 if suite in CARD_SUITES:
-                    newest[suite.value] = (run, suite)
+                    version = None if suite is Suite.IFEVAL else run.harness_version
+                    newest[(suite.value, version)] = (run, suite)
+    order = [s.value for s in CARD_SUITES]
     lines: list[ScoreLine] = []
-    for key in sorted(newest, key=lambda k: [s.value for s in CARD_SUITES].index(k)):
+    for key in sorted(newest, key=lambda k: (k[1] not in (trained, None), order.index(k[0]))):
         run, suite = newest[key]
         rows = load_results(store, run.id, suite=suite)
         if not rows:
             continue
         report = build_report(rows, resamples=200).suite(suite)
         passed = report.pass_rate.mean if report and report.pass_rate else None
-        lines.append(ScoreLine(key, passed, len(rows), run.id, run.harness_version))
+        lines.append(ScoreLine(key[0], passed, len(rows), run.id, run.harness_version))
     return lines
 
 
@@ -167,13 +188,15 @@ def model_card(store: Store, name: str) -> ModelCard:
     packages: dict[str, str] = {}
     for run in runs:
         packages.update(run.packages)
+    stages = [_stage_line(r) for r in runs]
+    trained = [s.harness_version for s in stages if s.harness_version]
     return ModelCard(
         name=record.name,
         kind=record.kind,
         base=record.base,
         location=record.location,
-        stages=[_stage_line(r) for r in runs],
-        scores=_scores(store, names),
+        stages=stages,
+        scores=_scores(store, names, trained[-1] if trained else None),
         packages=packages,
     )
 
@@ -221,7 +244,8 @@ def card_markdown(card: ModelCard, *, labels: dict[str, str] | None = None) -> s
                 f"| {sc.suite} | {_pct(sc.passed)} | {sc.items} | `{sc.run}` | `{version}` |"
             )
         if card.variant_gap is not None:
-            lines += ["", f"Variant gap (LS-QA minus HV-QA): {100 * card.variant_gap:+.1f} points."]
+            gap = 100 * card.variant_gap
+            lines += ["", f"Variant gap ({card.gap_suites}): {gap:+.1f} points."]
     else:
         lines.append("No finished evaluation of this model yet (`hat eval run --model NAME`).")
     if card.packages:
@@ -277,6 +301,18 @@ class GateVerdict:
         )
 
 
+def _same_items(run: EvalRun) -> str:
+    """The run's request fingerprint with the task file's names resolved: a run under an
+    edited harness names the original version the task file was written in
+    (`task_file_harness`), a run under the original leaves it empty; both grade the same
+    items by the same names."""
+    request = run.request
+    if request.task_file is None:
+        return run.fingerprint
+    names = request.task_file_harness or run.harness_version
+    return request.model_copy(update={"task_file_harness": names}).fingerprint()
+
+
 def gate_verdict(store: Store, card: ModelCard, served_version: str) -> GateVerdict | None:
     """The gate's reading of trained → served from stored runs (module doc); None when the
     model has no finished run under both versions with the same request."""
@@ -290,12 +326,12 @@ def gate_verdict(store: Store, card: ModelCard, served_version: str) -> GateVerd
     ]
     agent = {s for s in Suite if s is not Suite.IFEVAL}
     befores = {
-        run.fingerprint: run for run in runs if run.harness_version == trained[-1]
-    }  # the newest run of each fingerprint (list_runs is oldest first)
+        _same_items(run): run for run in runs if run.harness_version == trained[-1]
+    }  # the newest run of each request (list_runs is oldest first)
     for after in reversed(runs):
         if after.harness_version != served_version:
             continue
-        before = befores.get(after.fingerprint)
+        before = befores.get(_same_items(after))
         if before is None:
             continue
         suites = set(before.suites) & set(after.suites) & agent
