@@ -204,3 +204,25 @@ def test_the_warmup_measures_a_time_and_a_peak(
     assert 0.5 < memory["total_bytes"] / peak < 2.0, (memory, peak)
     with Store.open() as store:
         assert list_runs(store) == []  # a warm-up is no run
+
+
+def test_the_peak_is_the_childs_own_not_its_callers() -> None:
+    """A studio or test process of several GiB starts the warm-up child: the peak it reports
+    is the child's program alone (wait4's ru_maxrss kept the caller's RSS from before the
+    exec, and a warm-up in a long test session read 3.2 GiB against a 1.3 GiB estimate)."""
+    import subprocess
+    import sys
+
+    from core.train.estimate import _wait
+
+    ballast = bytearray(1024**3)  # 1 GiB the caller holds and has touched
+    for offset in range(0, len(ballast), 4096):
+        ballast[offset] = 1
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; b = bytearray(64 * 1024**2); time.sleep(0.5)"],
+        start_new_session=True,
+    )  # fmt: skip
+    peak = _wait(proc, timeout_s=60)
+    assert proc.returncode == 0
+    assert 64 * 1024**2 < peak < 512 * 1024**2, peak
+    del ballast

@@ -41,6 +41,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -561,16 +562,32 @@ def _since(event: dict[str, Any], began: float) -> float:
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> int:
-    """Wait for `proc` (killing its session past `timeout_s`); its peak RSS in bytes."""
+    """Wait for `proc` (killing its session past `timeout_s`); its peak RSS in bytes.
+
+    The peak is the child's own high-water mark (`VmHWM`), read while it runs: wait4's
+    `ru_maxrss` also keeps the RSS the process had before its exec, which is the caller's
+    (a long-lived studio or test process of several GiB forked or vforked into it)."""
     deadline = time.monotonic() + timeout_s
+    peak = 0
     while True:
+        peak = max(peak, _high_water_mark(proc.pid))
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid == proc.pid:
             proc.returncode = os.waitstatus_to_exitcode(status)
-            return int(usage.ru_maxrss) * 1024  # kilobytes on Linux
+            return peak or int(usage.ru_maxrss) * 1024  # kilobytes on Linux
         if time.monotonic() > deadline:
             with contextlib.suppress(OSError):
                 os.killpg(proc.pid, signal.SIGKILL)
             os.wait4(proc.pid, 0)
             raise WarmupError(f"the warm-up took more than {timeout_s:.0f} s")
         time.sleep(0.1)
+
+
+def _high_water_mark(pid: int) -> int:
+    """The peak resident memory of `pid`'s current program in bytes (0 where unreadable)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return 0
+    match = re.search(r"^VmHWM:\s+(\d+)\s+kB", status, re.MULTILINE)
+    return int(match.group(1)) * 1024 if match else 0
