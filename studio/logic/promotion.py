@@ -86,25 +86,22 @@ def promote_on(
     store: Store, server: ChatServer, ref: str, *, on_phase: Callable[[str], None] | None = None
 ) -> Promotion:
     """Promote the adapter `ref` names (or its run's) onto the card's server."""
-    server.swapping.set()  # a restart it may need is no crash
-    try:
-        done = promote(store, serving_target(server), ref, on_phase=on_phase)
-    except PromoteError:
-        _resync(server)
-        raise
-    finally:
-        server.swapping.clear()
-    _adopt(server, done)
-    return done
+    return _swap(server, lambda target: promote(store, target, ref, on_phase=on_phase))
 
 
 def rollback_on(
     store: Store, server: ChatServer, *, on_phase: Callable[[str], None] | None = None
 ) -> Promotion:
     """Make what was live before the current promotion on the card's server answer again."""
+    return _swap(server, lambda target: rollback(store, target, on_phase=on_phase))
+
+
+def _swap(server: ChatServer, change: Callable[[ServingTarget], Promotion]) -> Promotion:
+    """Run a promotion or rollback on the card's server: a restart it may need is no crash
+    (`swapping`), a failed one leaves the card on what runs again, a done one is adopted."""
     server.swapping.set()
     try:
-        done = rollback(store, serving_target(server), on_phase=on_phase)
+        done = change(serving_target(server))
     except PromoteError:
         _resync(server)
         raise
