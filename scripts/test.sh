@@ -29,41 +29,23 @@ if [ $# -gt 0 ]; then echo "== pytest $*"; python -m pytest "$@"; exit; fi
 # opens and destroys real windows; a Qt process that has made hundreds of them, next to
 # servers and training children, segfaulted in CI inside Qt's event loop — a crash no run of
 # a GUI module on its own has shown), the rest in one process, the GUI modules after it.
-# HAT_CI_PARALLEL=1 runs the GUI modules beside the rest (their log printed when both are
-# done): once 33.5 min against ~36-44 serially, but in the next run on the same 24 GiB machine
-# (no swap) the two sides' servers and training children starved each other: a merge child
-# that fails in seconds alone hit the 10-minute timeout and a chat GUI test took 4x its time.
-# A run that fails by load does not land, so it is not the default (docs/benchmarks.md
-# "CI footprint").
+# Not beside it: that was once 33.5 min against ~36-44 serially, but the next run on the same
+# 24 GiB machine (no swap) failed two tests by load (a merge child that fails in seconds alone
+# hit the 10-minute timeout, a chat GUI test took 4x its time), and a run that fails by load
+# does not land (docs/benchmarks.md "CI footprint").
 status=0
 # The GUI processes import the demo model once between them (the import itself is tested in
 # the other process).
 HAT_TEST_MODEL_CACHE="$(mktemp -d)"
 export HAT_TEST_MODEL_CACHE
-gui_modules() {
-  local gui_status=0 module
-  for module in tests/test_studio_*.py; do
-    echo "== pytest $module (started $(date -u +%H:%M:%S))"
-    python -m pytest "$module" || gui_status=$?
-  done
-  return "$gui_status"
-}
-gui_log="$(mktemp)"
-if [ "${HAT_CI_PARALLEL:-0}" != 1 ]; then
-  echo "== pytest (all but the GUI modules)"
-  python -m pytest --ignore-glob='tests/test_studio_*.py' || status=$?
-  gui_modules || status=$?
-else
-  gui_modules > "$gui_log" 2>&1 &
-  gui_pid=$!
-  echo "== pytest (all but the GUI modules; the GUI modules beside it, their log follows)"
-  start=$SECONDS
-  python -m pytest --ignore-glob='tests/test_studio_*.py' || status=$?
-  echo "== the rest took $((SECONDS - start)) s; waiting for the GUI modules"
-  wait "$gui_pid" || status=$?
-  echo "== GUI modules done $((SECONDS - start)) s after the start"
-  cat "$gui_log"
-fi
-rm -f "$gui_log"
+echo "== pytest (all but the GUI modules)"
+start=$SECONDS
+python -m pytest --ignore-glob='tests/test_studio_*.py' || status=$?
+echo "== the rest took $((SECONDS - start)) s"
+for module in tests/test_studio_*.py; do
+  echo "== pytest $module (started $(date -u +%H:%M:%S))"
+  python -m pytest "$module" || status=$?
+done
+echo "== all tests done $((SECONDS - start)) s after the start"
 disk_free "after the tests"
 exit "$status"

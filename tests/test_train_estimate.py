@@ -10,6 +10,8 @@ the warm-up run the real demo model (tests/test_training.py's fixtures)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from core.train.estimate import (
     MachineMemory,
     ModelShape,
     _meminfo,
+    _wait,
     estimate_memory,
     fit_problem,
     shape_from_config,
@@ -210,11 +213,6 @@ def test_the_peak_is_the_childs_own_not_its_callers() -> None:
     """A studio or test process of several GiB starts the warm-up child: the peak it reports
     is the child's program alone (wait4's ru_maxrss kept the caller's RSS from before the
     exec, and a warm-up in a long test session read 3.2 GiB against a 1.3 GiB estimate)."""
-    import subprocess
-    import sys
-
-    from core.train.estimate import _wait
-
     ballast = bytearray(1024**3)  # 1 GiB the caller holds and has touched
     for offset in range(0, len(ballast), 4096):
         ballast[offset] = 1
