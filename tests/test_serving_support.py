@@ -106,9 +106,24 @@ def write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]]) -> 
     path.write_bytes(struct.pack("<Q", len(raw)) + raw + bytes(offset))
 
 
+_TINY = {
+    "hidden_size": 8,
+    "intermediate_size": 16,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 1,
+    "num_key_value_heads": 1,
+    "vocab_size": 16,
+    "max_position_embeddings": 64,
+}
+
+
 def fake_model_folder(root: Path, *, model_type: str = "llama") -> Path:
     root.mkdir(parents=True, exist_ok=True)
-    config = {"model_type": model_type, "architectures": ["LlamaForCausalLM"]}
+    # Tiny sizes: a config that names none gets the architecture's defaults (for llama a 7B
+    # model), and a merge child given this folder built that model's random weights until the
+    # kernel killed it (24.3 GB peak, 89 s, on a 24 GiB machine without swap) in each of the
+    # two tests that merge a fake adapter.
+    config = {"model_type": model_type, "architectures": ["LlamaForCausalLM"], **_TINY}
     (root / "config.json").write_text(json.dumps(config))
     write_safetensors(
         root / "model.safetensors", {"a.weight": ("F32", [4, 8]), "b.weight": ("F32", [8])}
