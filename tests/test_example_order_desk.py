@@ -213,3 +213,25 @@ def test_a_model_teacher_generates_data_and_the_served_model_is_evaluated(
         s.error for s in trace.steps_of(ModelCallStep)
     ), trace.reason
     assert "lookup_order" in trace.messages[0]["content"]  # the order desk's tools, not the room's
+
+
+def test_a_gold_call_on_a_number_the_customer_never_wrote_waits_for_its_result() -> None:
+    """tracking-1 asks about an order; the gold's `track_parcel` takes the tracking number
+    `lookup_order` returns, so it comes in the next turn, through the real tools, and the
+    gold still gets full marks. A direct tracking number (tracking-77) needs one turn."""
+    from core.episode.task_file import TaskFileWorld
+    from core.runtime.tool_runtime import ToolRuntime
+
+    harness = import_folder(FOLDER, trust_python_hooks=True)
+    tasks = {t.id: t for t in load_task_file(TASKS)}
+
+    async def turns(task_id: str) -> list[list[str]]:
+        async with ToolRuntime(harness) as tools:
+            world = TaskFileWorld(harness, tools)
+            trace = await world.checked_gold(tasks[task_id])  # full marks, or it raises
+        loader = harness.settings.load_skill_tool
+        calls = [s for s in trace.steps_of(ModelCallStep) if s.tool_calls]
+        return [[c.name for c in s.tool_calls if c.name != loader] for s in calls]
+
+    assert asyncio.run(turns("tracking-1")) == [["lookup_order"], ["track_parcel"]]
+    assert asyncio.run(turns("tracking-77")) == [["track_parcel"]]

@@ -336,7 +336,8 @@ def test_the_report_leads_with_answered_correctly_on_every_table(tmp_path: Path)
     fixed, hat = models["fixed"], models["hat"]
     assert fixed["ls-qa"]["answered"]["mean"] == 0.5 and fixed["ls-qa"]["accuracy"]["mean"] == 1
     assert fixed["ls-qa"]["per_task_answered"]["t0"] == 0.0  # accurate, did not answer
-    assert fixed["ls-qa"]["per_task"]["t0"] == 1.0  # the old per-task accuracy, kept
+    assert fixed["ls-qa"]["per_task_accuracy"]["t0"] == 1.0  # the per-task accuracy, named
+    assert "per_task" not in fixed["ls-qa"]  # no key without its measure
     assert fixed["hv-qa"]["dimensions"]["tool_schemas"]["answered"] == pytest.approx(0.4)
     assert fixed["variants"]["gap"]["mean"] == pytest.approx(0.1)  # 0.5 - 0.4, on answered
     assert hat["hv_minus_fixed"]["mean"] == pytest.approx(0.3)  # 0.7 - 0.4
@@ -550,15 +551,17 @@ def _seed_report(
     hat: dict[str, float],
     fixed: dict[str, float],
     profile: dict[str, Any] | None = None,
+    accuracy_key: str = "per_task_accuracy",
 ) -> Path:
     """A report.json as write_replication_report writes it, cut to what `seeds` reads (the
-    per-task values serve as accuracy and as answered correctly)."""
+    per-task values serve as accuracy and as answered correctly; `accuracy_key="per_task"`
+    writes a report from before 2026-12-08)."""
     from core.experiment.report import HEADLINE
 
     def model(per_task: dict[str, float]) -> dict[str, Any]:
         mean = sum(per_task.values()) / len(per_task)
         ci = {"mean": mean, "low": mean, "high": mean, "n": len(per_task)}
-        suite = {"answered": ci, "accuracy": ci, "per_task": per_task,
+        suite = {"answered": ci, "accuracy": ci, accuracy_key: per_task,
                  "per_task_answered": per_task}  # fmt: skip
         return {"ls-qa": suite, "hv-qa": suite}
 
@@ -658,8 +661,9 @@ def test_pooling_refuses_runs_of_another_experiment_naming_the_field(tmp_path: P
     with pytest.raises(SeedsError, match="seed 0 given twice"):
         seeds_markdown([one, same_seed])
     fewer = {f"t{i}": 1.0 for i in range(3)} | {"t9": 0.0}
-    three = read_report(_seed_report(tmp_path / "d", 2, fewer, fewer,
-                                     prof.with_seed(2).model_dump(mode="json")))  # fmt: skip
+    old = prof.with_seed(2).model_dump(mode="json")  # an older report.json: `per_task`
+    three = read_report(_seed_report(tmp_path / "d", 2, fewer, fewer, old, "per_task"))
+    assert three.hv_tasks() == set(fewer)  # its per-task accuracy read under the old name
     with pytest.raises(SeedsError, match=r"HV-QA tasks differ: 1 only in .*a.* \(t3\), 1 only"):
         seeds_markdown([one, three])
     result = runner.invoke(app, ["experiment", "seeds", str(tmp_path / "a"), str(tmp_path / "b")])

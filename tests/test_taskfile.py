@@ -352,3 +352,33 @@ def test_a_number_no_tool_value_adds_up_to_is_still_made_up(wrong: float) -> Non
     assert (result.score == 1) == grounded, (reply, result.reasons)
     if not grounded:
         assert "nor a count, sum or difference" in result.reasons[0]
+
+
+_IDS = st.text(alphabet=string.ascii_uppercase + string.digits, min_size=6, max_size=10)
+
+
+@settings(max_examples=60, deadline=None)
+@given(said=st.lists(_IDS, min_size=1, max_size=3, unique=True),
+       found=st.lists(_IDS, min_size=1, max_size=3, unique=True))  # fmt: skip
+def test_a_gold_call_waits_for_the_result_that_holds_its_argument(
+    said: list[str], found: list[str]
+) -> None:
+    """call_layers: a call on a value the customer wrote goes first; a call on a value only
+    an earlier call's result holds waits one turn past that call, at any depth; a value no
+    one wrote and no result holds (a topic the agent picks) asks for no wait."""
+    from core.taskfile.gold import call_layers
+
+    found = [f"ZZ{v}" for v in found if f"ZZ{v}" not in " ".join(said)]  # never said
+    if not found:
+        return
+    calls = [{"tool": "lookup", "arguments": {"id": said[0].lower()}}]  # the customer's case
+    results: list[Any] = [{"next": found[0]}]
+    for i, value in enumerate(found):  # a chain: each result names the next call's value
+        calls.append({"tool": "follow", "arguments": {"ref": {"deep": [value]}}})
+        results.append({"next": found[i + 1]} if i + 1 < len(found) else "done")
+    calls.append({"tool": "policy", "arguments": {"topic": "unrelated-topic"}})
+    results.append(None)
+    message = "about " + " and ".join(said)
+    task = OwnTask(id="t", message=message, facts=["done"], gold_calls=calls)  # type: ignore[arg-type]
+    assert call_layers(task, results) == [0, *range(1, len(found) + 1), 0]
+    assert call_layers(task, [None] * len(calls)) == [0] * len(calls)  # no results: one turn

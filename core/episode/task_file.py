@@ -45,7 +45,7 @@ from core.runtime.client import ScriptedClient
 from core.runtime.trace import ToolCallStep
 from core.sim.graders import GraderResult
 from core.sim.surface import HarnessSurface
-from core.taskfile.gold import gold_client, returned_error
+from core.taskfile.gold import call_layers, gold_client, returned_error
 from core.taskfile.grading import grade_own
 from core.taskfile.models import OwnTask
 
@@ -76,8 +76,9 @@ class TaskFileWorld(World[OwnTask]):
         self._golds: dict[str, tuple[Trace, _Requirements | None]] = {}
         self._augmented: dict[tuple[str, int, str], Augmented] = {}
         self._factories: dict[str, Callable[[], Any]] | None = None
-        self._end_states: dict[str, str | None] = {}
         """Variants already drawn for a task (RL scores many completions of each group)."""
+        self._end_states: dict[str, str | None] = {}
+        self._layers: dict[str, list[int]] = {}
         self._lock = asyncio.Lock()
 
     def task_info(self, task: OwnTask) -> TaskInfo:
@@ -113,7 +114,7 @@ class TaskFileWorld(World[OwnTask]):
         (None: no state); once per task."""
         if task.id not in self._end_states:
             episode = await play(
-                task, self.original, gold_client(task, self.original), self,
+                task, self.original, await self.gold_client(task, self.original), self,
                 request_id=f"gold-state-{task.id}", graded=False,
             )  # fmt: skip
             state = episode.request.context.get("state") if episode.request else None
@@ -158,10 +159,28 @@ class TaskFileWorld(World[OwnTask]):
 
     async def gold_trace(self, task: OwnTask, harness: Harness) -> Trace:
         episode = await play(
-            task, harness, gold_client(task, harness), self, request_id=f"gold-{task.id}",
-            graded=False,
+            task, harness, await self.gold_client(task, harness), self,
+            request_id=f"gold-{task.id}", graded=False,
         )  # fmt: skip
         return episode.trace
+
+    async def gold_client(self, task: OwnTask, harness: Harness) -> ScriptedClient:
+        """The task's gold under `harness`, each call in the first turn its data allows
+        (core.taskfile.gold.call_layers), worked out once per task from a run under the
+        original harness that makes every call in one turn."""
+        layers = self._layers.get(task.id)
+        if layers is None:
+            layers = [0] * len(task.gold_calls)
+            if len(task.gold_calls) > 1:
+                episode = await play(
+                    task, self.original, gold_client(task, self.original), self,
+                    request_id=f"gold-layers-{task.id}", graded=False,
+                )  # fmt: skip
+                loader = self.original.settings.load_skill_tool
+                steps = [s for s in episode.trace.steps_of(ToolCallStep) if s.name != loader]
+                layers = call_layers(task, [s.result for s in steps])
+            self._layers[task.id] = layers
+        return gold_client(task, harness, layers)
 
     async def checked_gold(self, task: OwnTask) -> Trace:
         """The gold run under the original harness, once per task; GoldUnavailable when a
@@ -188,7 +207,10 @@ class TaskFileWorld(World[OwnTask]):
     async def _checked(self, task: OwnTask) -> Trace:
         trace = await self.gold_trace(task, self.original)
         calls = trace.steps_of(ToolCallStep)
-        for i, (step, call) in enumerate(zip(calls, task.gold_calls, strict=False)):
+        layers = self._layers.get(task.id) or [0] * len(task.gold_calls)
+        # The trace makes the calls turn by turn (gold_client): the file's order, by layer.
+        ordered = sorted(enumerate(task.gold_calls), key=lambda ic: layers[ic[0]])
+        for (i, call), step in zip(ordered, calls, strict=False):
             problem = _gold_call_problem(step, call.expect_error)
             if problem is not None:
                 raise GoldUnavailable(
@@ -220,7 +242,7 @@ class TaskFileWorld(World[OwnTask]):
         if variant.policy is None or variant.seed is None:
             # The file's own gold, written out as the loop sees it (a gold the tools reject
             # shows as a grade below full marks, which `hat eval run --oracle` reports).
-            client = gold_client(task, variant.harness)
+            client = await self.gold_client(task, variant.harness)
             return GoldRun(variant.harness, surface_of(variant), client, variant)
 
         _, req = await self._gold(task, need_requirements=True)

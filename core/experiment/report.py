@@ -31,11 +31,14 @@ Numbers (all from stored evaluation rows, core/eval):
 
 Every interval is a 95 % percentile bootstrap (2000 resamples, seed 0; core/eval/stats.py).
 
-report.json keeps, per model and agent suite, `per_task` (each task's accuracy, its variants
-averaged) and `per_task_answered` (the same for answered correctly), so runs of other seeds
-can be paired task by task (core/experiment/seeds.py). Its `headline` key names the headline
-measure; a report.json without it predates answered correctly: its variant gap, worst-of-K,
-HAT − fixed and edit errors are on accuracy and full marks.
+report.json keeps, per model and agent suite, `per_task_answered` (each task's answered
+correctly, its variants averaged) and `per_task_accuracy` (the same for accuracy), so runs of
+other seeds can be paired task by task (core/experiment/seeds.py). Reports written before
+2026-12-08 name the accuracy one `per_task`: a reader saw 1.0 for every task of a model that
+answered under half of them, so no key is named without its measure any more. Its
+`headline` key names the headline measure; a report.json without it predates answered
+correctly: its variant gap, worst-of-K, HAT − fixed and edit errors are on accuracy and full
+marks.
 
 **HAT stage by stage** (the `eval-stages` step, with the profile's `eval.stages`): answered
 correctly on LS-QA and HV-QA and IFEval prompt-level strict after HSA-SFT, after OPD and
@@ -385,7 +388,7 @@ def summarise(
             if part in rows:
                 entry[part] = agent_summary(rows[part], clustered=part == "hv-qa")
                 entry[part]["categories"] = _breakdown(rows[part], "category")
-                entry[part]["per_task"] = task_means(rows[part])
+                entry[part]["per_task_accuracy"] = task_means(rows[part])
                 entry[part]["per_task_answered"] = task_means(rows[part], answered)
         if "hv-qa" in rows:
             entry["hv-qa"]["dimensions"] = _breakdown(rows["hv-qa"], "dimension")

@@ -77,10 +77,15 @@ class SeedReport:
         return entry
 
     def per_task(
-        self, model: str, suite: str = "hv-qa", key: str = "per_task"
+        self, model: str, suite: str = "hv-qa", key: str = "per_task_accuracy"
     ) -> dict[str, float] | None:
-        """Each task's accuracy (`per_task`) or answered correctly (`per_task_answered`)."""
-        values = (self.model(model).get(suite) or {}).get(key)
+        """Each task's accuracy (`per_task_accuracy`) or answered correctly
+        (`per_task_answered`). Reports written before 2026-12-08 name the accuracy one
+        `per_task`: it is read under either name."""
+        found = self.model(model).get(suite) or {}
+        values = found.get(key)
+        if values is None and key == "per_task_accuracy":
+            values = found.get("per_task")
         return {str(k): float(v) for k, v in values.items()} if values else None
 
     @property
