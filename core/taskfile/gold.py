@@ -6,9 +6,8 @@ real agent loop runs them against the harness's real bindings, so the trace hold
 results. The calls go in as few turns as their data allows: a call whose argument the
 customer never wrote but an earlier call's result holds (the tracking number `lookup_order`
 returns, passed to `track_parcel`) waits for the turn after that result (`call_layers`). A
-gold that made both calls in one turn taught a student to write a tracking number it could
-not have read — fixed SFT on the order desk then answered 2 of 9 tracking tasks, the two
-whose message gives the number (docs/results/order-desk-2026-12-07c).
+gold that made both calls in one turn trained a student on rows that write a tracking number
+before any tool has returned it (the order desk's until 2026-12-08: docs/results/README.md).
 
 The trace is the task's gold trajectory for HSA (variants are built and verified from it, as
 the oracle's run is for live-room tasks) and the ceiling of the `tasks` suite (`hat eval run
