@@ -75,8 +75,8 @@ class TaskFileWorld(World[OwnTask]):
         self.judge = judge
         self._golds: dict[str, tuple[Trace, _Requirements | None]] = {}
         self._augmented: dict[tuple[str, int, str], Augmented] = {}
-        self._factories: dict[str, Callable[[], Any]] | None = None
         """Variants already drawn for a task (RL scores many completions of each group)."""
+        self._factories: dict[str, Callable[[], Any]] | None = None
         self._end_states: dict[str, str | None] = {}
         self._layers: dict[str, list[int]] = {}
         self._lock = asyncio.Lock()
@@ -176,8 +176,7 @@ class TaskFileWorld(World[OwnTask]):
                     task, self.original, gold_client(task, self.original), self,
                     request_id=f"gold-layers-{task.id}", graded=False,
                 )  # fmt: skip
-                loader = self.original.settings.load_skill_tool
-                steps = [s for s in episode.trace.steps_of(ToolCallStep) if s.name != loader]
+                steps = episode.trace.steps_of(ToolCallStep)  # skill loads are not among them
                 layers = call_layers(task, [s.result for s in steps])
             self._layers[task.id] = layers
         return gold_client(task, harness, layers)
