@@ -28,6 +28,9 @@ def test_trust_panel_grants_and_withdraws(qapp: Any, hat_home: Path, monkeypatch
         wait_until(
             lambda: win.ctx.session.doc is not None and win.ctx.session.harness.name == "shop"
         )
+        # The start-up load may already hold "shop": wait for this load too, or its store
+        # read (before the grant below) lands after the grant and puts the untrusted copy back.
+        idle()
         page._select("overview", None)
         overview = page.overview
         wait_until(overview.isVisible)
@@ -69,5 +72,15 @@ def test_trust_panel_grants_and_withdraws(qapp: Any, hat_home: Path, monkeypatch
         with Store.open() as store:
             loaded = store.load("head", "shop")
         assert not next(h for h in loaded.hooks if h.name == "custom").trusted
+
+        # A grant recorded elsewhere (the CLI's `--trust`) shows once the harness is loaded
+        # again: the Trust panel follows the load, as the Problems panel does.
+        with Store.open() as store:
+            store.set_trust(store.load("head", "shop"), "hook", "custom", True)
+        page.load_ref("head", "shop")
+        idle()
+        wait_until(lambda: overview.trust_count.text() == "1 not trusted")
+        problems = [overview.problems.item(i).text() for i in range(overview.problems.count())]
+        assert not any("hooks/custom.py" in t for t in problems), problems
     finally:
         shut(win)

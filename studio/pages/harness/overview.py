@@ -196,8 +196,11 @@ class OverviewEditor(QWidget):
                 fld.set_error(None)
         finally:
             self._loading = False
+        # The Trust panel and the Problems panel describe the same harness: a load that
+        # replaced it (another version, or the store's copy read back) refreshes both.
         self.refresh_counts()
         self.refresh_problems()
+        self.refresh_trust()
 
     def _build_trust(self, rl: QVBoxLayout) -> None:
         """The Trust panel: what this harness runs only once trusted (Python hooks, tools
