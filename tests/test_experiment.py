@@ -481,6 +481,13 @@ def test_ci_replication_end_to_end(demo_model_folder: Path, hat_home: Path, tmp_
         assert set(m["runs"]) == {"ls-qa", "hv-qa", "ifeval", "edit"}
         assert m["ls-qa"]["n"] == 1 and m["hv-qa"]["n"] == 1 and m["ifeval"]["n"] == 1
         assert m["edit"]["n"] == 1
+    # The profile's engine served every model (the order desk's CI run proves vLLM's path)
+    from core.eval.api import get_eval_run
+
+    with Store.open() as store:
+        for model in ("base", "fixed", "hat"):
+            for rid in data["models"][model]["runs"].values():
+                assert get_eval_run(store, rid).request.engine == "transformers"
     # Resume: nothing left to do, nothing re-run.
     walls = {k: v["wall_s"] for k, v in steps.items()}
     again = runner.invoke(app, ["experiment", "replicate", "--resume", str(folder)])

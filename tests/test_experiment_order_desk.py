@@ -183,6 +183,7 @@ def test_order_desk_ci_replication_end_to_end(
     from core.eval.api import get_eval_run
     from core.eval.results import Suite
     from core.models import add_folder
+    from core.serving.engines import pick_engine
     from core.store import Store
 
     ifeval = ifeval_prompts(tmp_path)
@@ -218,6 +219,8 @@ def test_order_desk_ci_replication_end_to_end(
             assert m["ls-qa"]["n"] == 1 and m["hv-qa"]["n"] == 1 and m["ifeval"]["n"] == 1
             assert m["edit"]["n"] == 1
             requests = {part: get_eval_run(store, rid).request for part, rid in m["runs"].items()}
+            # vLLM where its venv exists (always in CI); the live room's CI run: transformers
+            assert requests["ls-qa"].engine == pick_engine("vllm")[0]
             assert requests["ls-qa"].suites == [Suite.TASKS]
             assert requests["hv-qa"].suites == [Suite.HV_TASKS]
             assert requests["edit"].suites == [Suite.TASKS]
