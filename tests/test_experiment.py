@@ -314,8 +314,10 @@ def test_edit_error_is_one_minus_answered_and_the_reduction_is_relative_to_base(
 def _fake_run(tmp_path: Path, profile: Any) -> Any:
     """A replication folder with every step done and nothing stored (for the report's text)."""
     from core.experiment.replicate import Replication
+    from core.source import code_source
 
     run = Replication.create(None, profile, tmp_path / "run")  # type: ignore[arg-type]
+    assert run.state["code"] == code_source()  # the commit the run came from, at its start
     for name in ("setup", "data", "train", "eval-base", "eval-fixed", "eval-hat", "report"):
         run.step(name).update(status="done", wall_s=1.0)
     run.step("setup")["base_model"] = "base"
@@ -344,8 +346,11 @@ def test_the_report_leads_with_answered_correctly_on_every_table(tmp_path: Path)
     assert hat["edit"]["error_after"]["mean"] == pytest.approx(0.4)
     assert hat["edit"]["reduction_vs_base"][0] == pytest.approx(0.6)  # (1.0 - 0.4) / 1.0
 
-    text = report_markdown(_fake_run(tmp_path, load_profile("ci")), models, {})
+    run = _fake_run(tmp_path, load_profile("ci"))
+    text = report_markdown(run, models, {})
     assert "> **Under-trained:** fixed-harness SFT answers 50.0 % of LS-QA correctly" in text
+    if run.state["code"]:  # a checkout or an archive: the report names the commit
+        assert f"Code: commit {run.state['code']['commit']} (" in text
     # the main table: LS-QA and HV-QA answered correctly, the edit error before → after
     assert re.search(r"^\| HAT \| 80\.0 \[.*\] \| 70\.0 \[.* \| 20\.0 → 40\.0 \[", text, re.M)
     assert "| model | suite | n | answered correctly | accuracy | effectiveness |" in text

@@ -89,6 +89,7 @@ from core.models.merge import merged_model
 from core.models.registry import DEMO_MODEL_NAME
 from core.sim.catalog import load_catalog
 from core.sim.models import Split
+from core.source import code_source
 from core.store import Store
 from core.store.training import get_run, list_runs
 from core.train.config import PipelineConfig
@@ -152,6 +153,7 @@ class Replication:
             "ifeval_path": ifeval_path,
             "steps": {},
             "machine": machine_note(),
+            "code": code_source(),
         }
         run = cls(store, out, profile, state, ifeval_path)
         run.save()

@@ -67,6 +67,7 @@ from core.eval.results import EvalResult, ResultStatus, Suite, failure_kind, sco
 from core.eval.stats import Interval, bootstrap_ci, dimension_breakdown, paired_bootstrap
 from core.experiment.profiles import project_root
 from core.experiment.steps import HAT_STAGES, MODELS, STEPS
+from core.source import source_line
 from core.train.events import events_path, read_events
 
 if TYPE_CHECKING:
@@ -954,6 +955,8 @@ def report_markdown(
         "",
         f"Machine: {machine.get('cpus', '?')} CPU cores ({machine.get('cpu', '?')}), "
         f"{machine.get('platform', '?')}; load average at start {machine.get('load_at_start')}.",
+        "",
+        source_line(run.state.get("code") or {}),
         "",
     ]
     return "\n".join(lines)
