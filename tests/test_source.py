@@ -75,7 +75,7 @@ def test_an_archive_of_this_project_carries_its_commit(tmp_path: Path) -> None:
         member = tar.extractfile("core/source.py")
         assert member is not None
         text = member.read().decode()
-    namespace: dict[str, object] = {}
+    namespace: dict[str, object] = {"__file__": str(tmp_path / "core" / "source.py")}
     exec(compile(text, "source.py", "exec"), namespace)  # the exported module as it would run
     stamped = namespace["ARCHIVED_COMMIT"]
     assert stamped == head
